@@ -1,0 +1,201 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file defaults.hpp
+ * @brief Process-wide settings, read from the environment once, at first use.
+ *
+ * Every getter returns the current value; every setter validates its argument and throws
+ * `std::invalid_argument` naming the setting and the value. Invalid environment values make the
+ * first getter call throw `std::invalid_argument` naming the variable and the value.
+ * Getters and setters are safe to call from many threads. docs/settings.md has the full table.
+ */
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include <kvikio/compat_mode.hpp>
+#include <kvikio/detail/env.hpp>
+#include <kvikio/threadpool_wrapper.hpp>
+
+namespace kvikio {
+
+/// @brief Backend for local file I/O (`KVIKIO_LOCAL_IO_BACKEND`).
+enum class LocalIOBackend : uint8_t {
+  POSIX,     ///< `pread`/`pwrite` on the thread pool
+  IO_URING,  ///< io_uring submissions
+};
+
+/// @brief Transport for remote I/O (`KVIKIO_REMOTE_BACKEND`).
+enum class RemoteBackendType : uint8_t {
+  LIBCURL_EASY,        ///< one blocking libcurl easy transfer per task on the thread pool
+  LIBCURL_MULTI_POLL,  ///< reactor threads multiplexing transfers with `curl_multi_poll`
+};
+
+namespace detail {
+/**
+ * @brief Every setting's value, as one plain struct.
+ *
+ * `from_environment()` is the single place where environment variables are read; tests call it
+ * directly to check parsing without touching the process-wide settings.
+ */
+struct Settings {
+  CompatMode compat_mode{CompatMode::AUTO};
+  unsigned int thread_pool_nthreads{1};
+  std::size_t task_size{4UL << 20};
+  std::size_t gds_threshold{16UL << 10};
+  std::size_t bounce_buffer_size{16UL << 20};
+  std::size_t num_bounce_buffers{4};
+  std::size_t http_max_attempts{3};
+  long http_timeout{60};
+  std::vector<int> http_status_codes{429, 500, 502, 503, 504};
+  bool auto_direct_io_read{false};
+  bool auto_direct_io_read_overread{false};
+  bool auto_direct_io_write{true};
+  bool thread_pool_per_block_device{false};
+  LocalIOBackend local_io_backend{LocalIOBackend::POSIX};
+  RemoteBackendType remote_backend{RemoteBackendType::LIBCURL_EASY};
+  std::size_t remote_max_connections{8};
+  std::size_t remote_io_num_reactors{1};
+  std::optional<std::size_t> remote_io_max_concurrent_requests{};
+  std::size_t event_pool_max_per_context{0};
+  std::size_t ipc_export_cache_size{1024};
+  std::size_t ipc_open_cache_size{128};
+
+  /**
+   * @brief The defaults overridden by whatever `KVIKIO_*` variables are set.
+   * @throws std::invalid_argument naming the first invalid variable and its value.
+   */
+  static Settings from_environment();
+};
+
+/// @brief Parses `posix|io_uring` (any case). @throws std::invalid_argument
+LocalIOBackend parse_local_io_backend(std::string_view name, std::string_view value);
+/// @brief Parses `LIBCURL_EASY|LIBCURL_MULTI_POLL` or `EASY_THREADPOOL|MULTI_POLL` (any case).
+RemoteBackendType parse_remote_backend(std::string_view name, std::string_view value);
+}  // namespace detail
+
+/**
+ * @brief Reads `env_var_name` as a `T`, or returns `default_val` if it is unset.
+ * @throws std::invalid_argument if it is set to something that is not a `T`.
+ */
+template <typename T>
+T getenv_or(std::string_view env_var_name, T default_val);
+
+/**
+ * @brief Reads the first set variable of `env_var_names` (aliases of one setting).
+ * @return (the variable read or "", its value or `default_val`, whether one was set)
+ * @throws std::invalid_argument if a value is invalid or two aliases are set differently.
+ */
+template <typename T>
+std::tuple<std::string_view, T, bool> getenv_or(std::initializer_list<std::string_view> env_var_names,
+                                                T default_val);
+
+/**
+ * @brief The settings of this process. All members are static.
+ */
+class defaults {
+ public:
+  /// @brief Requested compat mode (`KVIKIO_COMPAT_MODE`, default AUTO).
+  [[nodiscard]] static CompatMode compat_mode();
+  static void set_compat_mode(CompatMode compat_mode);
+
+  /// @brief The global thread pool, sized by `KVIKIO_NTHREADS`.
+  [[nodiscard]] static ThreadPool& thread_pool();
+  /// @brief Threads of the global pool (`KVIKIO_NTHREADS` or `KVIKIO_NUM_THREADS`, default 1).
+  [[nodiscard]] static unsigned int thread_pool_nthreads();
+  /// @brief Resizes the global pool, waiting for the tasks it is running. @throws if 0.
+  static void set_thread_pool_nthreads(unsigned int nthreads);
+  /// @brief Alias of thread_pool_nthreads() (the Python name).
+  [[nodiscard]] static unsigned int num_threads();
+  /// @brief Alias of set_thread_pool_nthreads().
+  static void set_num_threads(unsigned int nthreads);
+
+  /// @brief Largest chunk one task of a parallel operation moves (`KVIKIO_TASK_SIZE`, 4 MiB).
+  [[nodiscard]] static std::size_t task_size();
+  static void set_task_size(std::size_t nbytes);
+
+  /// @brief Below this size pread/pwrite run on the calling thread (`KVIKIO_GDS_THRESHOLD`).
+  [[nodiscard]] static std::size_t gds_threshold();
+  static void set_gds_threshold(std::size_t nbytes);
+
+  /// @brief Pinned staging memory per task (`KVIKIO_BOUNCE_BUFFER_SIZE`, 16 MiB).
+  [[nodiscard]] static std::size_t bounce_buffer_size();
+  static void set_bounce_buffer_size(std::size_t nbytes);
+
+  /// @brief Slots of the bounce buffer ring (`KVIKIO_NUM_BOUNCE_BUFFERS`, 4; 1 = no overlap).
+  [[nodiscard]] static std::size_t num_bounce_buffers();
+  static void set_num_bounce_buffers(std::size_t num_bounce_buffers);
+
+  /// @brief Attempts per HTTP request, first one included (`KVIKIO_HTTP_MAX_ATTEMPTS`, 3).
+  [[nodiscard]] static std::size_t http_max_attempts();
+  static void set_http_max_attempts(std::size_t attempts);
+
+  /// @brief Timeout of one HTTP attempt in seconds (`KVIKIO_HTTP_TIMEOUT`, 60).
+  [[nodiscard]] static long http_timeout();
+  static void set_http_timeout(long timeout_seconds);
+
+  /// @brief HTTP statuses that are retried (`KVIKIO_HTTP_STATUS_CODES`).
+  [[nodiscard]] static std::vector<int> http_status_codes();
+  static void set_http_status_codes(std::vector<int> status_codes);
+
+  /// @brief Opportunistic O_DIRECT for reads (`KVIKIO_AUTO_DIRECT_IO_READ`, false).
+  [[nodiscard]] static bool auto_direct_io_read();
+  static void set_auto_direct_io_read(bool flag);
+
+  /// @brief Let O_DIRECT reads cover whole pages past the requested range
+  /// (`KVIKIO_AUTO_DIRECT_IO_READ_OVERREAD`, false).
+  [[nodiscard]] static bool auto_direct_io_read_overread();
+  static void set_auto_direct_io_read_overread(bool flag);
+
+  /// @brief Opportunistic O_DIRECT for writes (`KVIKIO_AUTO_DIRECT_IO_WRITE`, true).
+  [[nodiscard]] static bool auto_direct_io_write();
+  static void set_auto_direct_io_write(bool flag);
+
+  /// @brief One thread pool per block device (`KVIKIO_THREAD_POOL_PER_BLOCK_DEVICE`, false).
+  [[nodiscard]] static bool thread_pool_per_block_device();
+  static void set_thread_pool_per_block_device(bool flag);
+
+  /// @brief Local I/O backend (`KVIKIO_LOCAL_IO_BACKEND`, posix).
+  [[nodiscard]] static LocalIOBackend local_io_backend();
+  static void set_local_io_backend(LocalIOBackend backend);
+
+  /// @brief Remote transport (`KVIKIO_REMOTE_BACKEND` or `KVIKIO_REMOTE_IO_BACKEND`).
+  [[nodiscard]] static RemoteBackendType remote_backend();
+  static void set_remote_backend(RemoteBackendType remote_backend);
+
+  /// @brief Transfers in flight per reactor (`KVIKIO_REMOTE_MAX_CONNECTIONS`, 8).
+  [[nodiscard]] static std::size_t remote_max_connections();
+  static void set_remote_max_connections(std::size_t remote_max_connections);
+
+  /// @brief Reactor threads of the multi-poll transport (`KVIKIO_REMOTE_IO_NUM_REACTORS`, 1).
+  [[nodiscard]] static std::size_t remote_io_num_reactors();
+  static void set_remote_io_num_reactors(std::size_t num_reactors);
+
+  /// @brief Transfers in flight across all reactors, overriding the per-reactor value when set
+  /// (`KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS`, unset).
+  [[nodiscard]] static std::optional<std::size_t> remote_io_max_concurrent_requests();
+  static void set_remote_io_max_concurrent_requests(std::optional<std::size_t> max_requests);
+
+  /// @brief Free events kept per CUDA context; 0 = unbounded
+  /// (`KVIKIO_EVENT_POOL_MAX_PER_CONTEXT`, 0).
+  [[nodiscard]] static std::size_t event_pool_max_per_context();
+  static void set_event_pool_max_per_context(std::size_t max_events);
+
+  /// @brief Exported IPC handles cached; 0 = no caching (`KVIKIO_IPC_EXPORT_CACHE_SIZE`, 1024).
+  [[nodiscard]] static std::size_t ipc_export_cache_size();
+  static void set_ipc_export_cache_size(std::size_t entries);
+
+  /// @brief Opened IPC handles cached; 0 = no caching (`KVIKIO_IPC_OPEN_CACHE_SIZE`, 128).
+  [[nodiscard]] static std::size_t ipc_open_cache_size();
+  static void set_ipc_open_cache_size(std::size_t entries);
+};
+
+}  // namespace kvikio

@@ -1,0 +1,102 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file shim/cuda.hpp
+ * @brief The CUDA driver, loaded at run time.
+ *
+ * `libcuda.so.1` is opened with `dlopen`, never linked, so one build of KvikIO runs on machines
+ * with and without a GPU. Every driver entry point KvikIO uses is resolved once into
+ * `cudaAPI::instance()`. Without a driver, host-memory I/O still works and only an operation that
+ * needs a GPU throws, saying that no CUDA driver was found.
+ */
+
+#include <string>
+
+#include <cuda.h>
+
+namespace kvikio {
+
+/**
+ * @brief Every CUDA driver entry point KvikIO calls: X(member name, driver function).
+ *
+ * The driver function is spelled as in `cuda.h`, whose macros select the current ABI version
+ * (`cuMemAlloc` is `cuMemAlloc_v2`); the symbol looked up is that versioned name. This list is
+ * also what the driver simulator (cpp/tests/cudasim) must implement.
+ */
+#define KVIKIO_CUDA_DRIVER_ENTRY_POINTS(X)            \
+  X(GetErrorName, cuGetErrorName)                     \
+  X(GetErrorString, cuGetErrorString)                 \
+  X(Init, cuInit)                                     \
+  X(DriverGetVersion, cuDriverGetVersion)             \
+  X(DeviceGetCount, cuDeviceGetCount)                 \
+  X(DeviceGet, cuDeviceGet)                           \
+  X(DeviceGetName, cuDeviceGetName)                   \
+  X(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain) \
+  X(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease) \
+  X(CtxPushCurrent, cuCtxPushCurrent)                 \
+  X(CtxPopCurrent, cuCtxPopCurrent)                   \
+  X(CtxGetCurrent, cuCtxGetCurrent)                   \
+  X(PointerGetAttribute, cuPointerGetAttribute)       \
+  X(PointerGetAttributes, cuPointerGetAttributes)     \
+  X(MemGetAddressRange, cuMemGetAddressRange)         \
+  X(MemAlloc, cuMemAlloc)                             \
+  X(MemFree, cuMemFree)                               \
+  X(MemHostAlloc, cuMemHostAlloc)                     \
+  X(MemFreeHost, cuMemFreeHost)                       \
+  X(MemcpyHtoD, cuMemcpyHtoD)                         \
+  X(MemcpyDtoH, cuMemcpyDtoH)
+
+/**
+ * @brief Table of CUDA driver functions, resolved once from `libcuda.so.1`.
+ *
+ * Call through `KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().MemAlloc(&ptr, n))`.
+ */
+class cudaAPI {
+ public:
+#define KVIKIO_DETAIL_DECLARE_ENTRY(member, function) decltype(&::function) member{nullptr};
+  KVIKIO_CUDA_DRIVER_ENTRY_POINTS(KVIKIO_DETAIL_DECLARE_ENTRY)
+#undef KVIKIO_DETAIL_DECLARE_ENTRY
+
+  /**
+   * @brief The process-wide table.
+   *
+   * The first call loads the driver and calls `cuInit(0)`; the outcome is kept for the life of the
+   * process.
+   * @throws kvikio::CUfileException if no CUDA driver could be loaded, if it lacks an entry point,
+   * or if `cuInit` failed (for example with no GPU); the message says which.
+   */
+  static cudaAPI& instance();
+
+  cudaAPI(cudaAPI const&)            = delete;
+  cudaAPI& operator=(cudaAPI const&) = delete;
+
+ private:
+  cudaAPI() = default;
+  friend struct CudaDriverLoader;
+};
+
+/**
+ * @brief Whether a CUDA driver was loaded and initialised (`cuInit` succeeded).
+ *
+ * Never throws; `false` means host-memory I/O works and GPU operations throw.
+ */
+bool is_cuda_available() noexcept;
+
+namespace detail {
+/**
+ * @brief Why `is_cuda_available()` is false ("" when it is true).
+ */
+std::string cuda_unavailable_reason();
+
+/**
+ * @brief For tests: the library name `dlopen` is given instead of `libcuda.so.1`.
+ *
+ * @throws std::logic_error if the driver was already looked for in this process.
+ */
+void set_cuda_driver_library_name(std::string name);
+}  // namespace detail
+
+}  // namespace kvikio

@@ -1,0 +1,64 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file shim/cufile.hpp
+ * @brief cuFile (GPUDirect Storage), loaded at run time from `libcufile.so.0` when present.
+ */
+
+#include <string>
+
+#include <kvikio/shim/cufile_h_wrapper.hpp>
+
+namespace kvikio {
+
+/**
+ * @brief Table of cuFile functions, resolved once.
+ *
+ * Loading the library does not open the cuFile driver; `cuFileDriverOpen` is the caller's.
+ */
+class cuFileAPI {
+ public:
+  CUfileError_t (*DriverOpen)(){nullptr};
+  CUfileError_t (*DriverClose)(){nullptr};
+  CUfileError_t (*GetVersion)(int* version){nullptr};
+  CUfileError_t (*HandleRegister)(CUfileHandle_t* fh, CUfileDescr_t* descr){nullptr};
+  void (*HandleDeregister)(CUfileHandle_t fh){nullptr};
+  ssize_t (*Read)(
+    CUfileHandle_t fh, void* buf_base, std::size_t size, off_t file_offset, off_t buf_offset){};
+  ssize_t (*Write)(CUfileHandle_t fh,
+                   void const* buf_base,
+                   std::size_t size,
+                   off_t file_offset,
+                   off_t buf_offset){};
+  CUfileError_t (*BufRegister)(void const* buf_base, std::size_t length, int flags){nullptr};
+  CUfileError_t (*BufDeregister)(void const* buf_base){nullptr};
+
+  /**
+   * @brief The process-wide table.
+   * @throws kvikio::CUfileException if `libcufile.so.0` cannot be loaded or lacks an entry point.
+   */
+  static cuFileAPI& instance();
+
+  cuFileAPI(cuFileAPI const&)            = delete;
+  cuFileAPI& operator=(cuFileAPI const&) = delete;
+
+ private:
+  cuFileAPI() = default;
+  friend struct CuFileLoader;
+};
+
+/// @brief Whether `libcufile.so.0` was loaded with every entry point. Never throws.
+bool is_cufile_library_available() noexcept;
+
+/// @brief cuFile's version (e.g. 1150 for 1.15), or 0 without cuFile. Never throws.
+int cufile_version() noexcept;
+
+namespace detail {
+/// @brief Why `is_cufile_library_available()` is false ("" when it is true).
+std::string cufile_unavailable_reason();
+}  // namespace detail
+
+}  // namespace kvikio

@@ -1,0 +1,90 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file threadpool_wrapper.hpp
+ * @brief `kvikio::ThreadPool`: a fixed-size FIFO pool of worker threads.
+ */
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace kvikio {
+
+/**
+ * @brief A fixed number of threads running submitted tasks in submission order.
+ *
+ * Tasks may submit further tasks. A task's exception reaches whoever waits on its future.
+ * The destructor runs every task already submitted, then joins the threads.
+ */
+class ThreadPool {
+ public:
+  /**
+   * @brief Starts `nthreads` workers.
+   * @throws std::invalid_argument if `nthreads` is 0.
+   */
+  explicit ThreadPool(unsigned int nthreads = 1);
+  ~ThreadPool();
+
+  ThreadPool(ThreadPool const&)            = delete;
+  ThreadPool& operator=(ThreadPool const&) = delete;
+
+  /**
+   * @brief Queues `task` and returns the future of its result.
+   */
+  template <typename F>
+  [[nodiscard]] std::future<std::invoke_result_t<std::decay_t<F>>> submit_task(F&& task)
+  {
+    using R      = std::invoke_result_t<std::decay_t<F>>;
+    auto wrapped = std::make_shared<std::packaged_task<R()>>(std::forward<F>(task));
+    auto future  = wrapped->get_future();
+    enqueue([wrapped] { (*wrapped)(); });
+    return future;
+  }
+
+  /// @brief Number of worker threads.
+  [[nodiscard]] unsigned int get_thread_count() const noexcept;
+
+  /**
+   * @brief Waits until every submitted task has finished, then runs `nthreads` workers.
+   * @throws std::invalid_argument if `nthreads` is 0.
+   * @throws std::logic_error if called from one of this pool's tasks (it would wait for itself).
+   */
+  void reset(unsigned int nthreads);
+
+  /**
+   * @brief Blocks until the queue is empty and no task is running.
+   * @throws std::logic_error if called from one of this pool's tasks.
+   */
+  void wait();
+
+  /// @brief Whether the calling thread is one of this pool's workers.
+  [[nodiscard]] bool is_worker_thread() const noexcept;
+
+ private:
+  void enqueue(std::function<void()> job);
+  void start(unsigned int nthreads);
+  void stop_and_join();
+  void worker_loop();
+
+  mutable std::mutex mutex_;
+  std::condition_variable job_available_;
+  std::condition_variable idle_;
+  std::deque<std::function<void()>> jobs_;
+  std::size_t running_{0};
+  bool stopping_{false};
+  std::vector<std::thread> threads_;
+  std::mutex reset_mutex_;  // serialises reset() against itself
+};
+
+}  // namespace kvikio

@@ -1,0 +1,367 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <kvikio/defaults.hpp>
+
+#include <limits>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include <kvikio/detail/logger.hpp>
+
+namespace kvikio {
+namespace detail {
+namespace {
+
+constexpr auto u64_max = std::numeric_limits<std::uint64_t>::max();
+
+// Reads one variable with `parse`, keeping `value` when it is unset.
+template <typename T, typename Parse>
+void read_env(T& value, std::string_view name, Parse parse)
+{
+  if (auto text = getenv_trimmed(name)) { value = parse(name, *text); }
+}
+
+auto unsigned_in(std::uint64_t min, std::uint64_t max)
+{
+  return [min, max](std::string_view name, std::string_view text) {
+    return parse_unsigned(name, text, min, max);
+  };
+}
+
+CompatMode parse_compat_mode(std::string_view name, std::string_view value)
+{
+  try {
+    return parse_compat_mode_str(value);
+  } catch (std::invalid_argument const& e) {
+    throw std::invalid_argument(std::string{name} + "=" + std::string{value} + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+LocalIOBackend parse_local_io_backend(std::string_view name, std::string_view value)
+{
+  if (iequals(value, "posix")) { return LocalIOBackend::POSIX; }
+  if (iequals(value, "io_uring")) { return LocalIOBackend::IO_URING; }
+  throw std::invalid_argument(std::string{name} + "=" + std::string{value} +
+                              ": expected posix or io_uring");
+}
+
+RemoteBackendType parse_remote_backend(std::string_view name, std::string_view value)
+{
+  if (iequals(value, "LIBCURL_EASY") || iequals(value, "EASY_THREADPOOL")) {
+    return RemoteBackendType::LIBCURL_EASY;
+  }
+  if (iequals(value, "LIBCURL_MULTI_POLL") || iequals(value, "MULTI_POLL")) {
+    return RemoteBackendType::LIBCURL_MULTI_POLL;
+  }
+  throw std::invalid_argument(std::string{name} + "=" + std::string{value} +
+                              ": expected LIBCURL_EASY or LIBCURL_MULTI_POLL (or upstream's "
+                              "EASY_THREADPOOL or MULTI_POLL)");
+}
+
+Settings Settings::from_environment()
+{
+  Settings s;
+  read_env(s.compat_mode, "KVIKIO_COMPAT_MODE", parse_compat_mode);
+  if (auto nthreads = getenv_aliases<std::uint64_t>({"KVIKIO_NTHREADS", "KVIKIO_NUM_THREADS"},
+                                                    unsigned_in(1, 4096))) {
+    s.thread_pool_nthreads = static_cast<unsigned int>(nthreads->second);
+  }
+  read_env(s.task_size, "KVIKIO_TASK_SIZE", unsigned_in(1, u64_max));
+  read_env(s.gds_threshold, "KVIKIO_GDS_THRESHOLD", unsigned_in(0, u64_max));
+  read_env(s.bounce_buffer_size, "KVIKIO_BOUNCE_BUFFER_SIZE", unsigned_in(1, u64_max));
+  read_env(s.num_bounce_buffers, "KVIKIO_NUM_BOUNCE_BUFFERS", unsigned_in(1, 1024));
+  read_env(s.http_max_attempts, "KVIKIO_HTTP_MAX_ATTEMPTS", unsigned_in(1, u64_max));
+  read_env(s.http_timeout,
+           "KVIKIO_HTTP_TIMEOUT",
+           unsigned_in(1, static_cast<std::uint64_t>(std::numeric_limits<long>::max())));
+  read_env(s.http_status_codes, "KVIKIO_HTTP_STATUS_CODES", parse_http_status_codes);
+  read_env(s.auto_direct_io_read, "KVIKIO_AUTO_DIRECT_IO_READ", parse_bool);
+  read_env(s.auto_direct_io_read_overread, "KVIKIO_AUTO_DIRECT_IO_READ_OVERREAD", parse_bool);
+  read_env(s.auto_direct_io_write, "KVIKIO_AUTO_DIRECT_IO_WRITE", parse_bool);
+  read_env(s.thread_pool_per_block_device, "KVIKIO_THREAD_POOL_PER_BLOCK_DEVICE", parse_bool);
+  read_env(s.local_io_backend, "KVIKIO_LOCAL_IO_BACKEND", parse_local_io_backend);
+  if (auto backend = getenv_aliases<RemoteBackendType>(
+        {"KVIKIO_REMOTE_BACKEND", "KVIKIO_REMOTE_IO_BACKEND"}, parse_remote_backend)) {
+    s.remote_backend = backend->second;
+  }
+  read_env(s.remote_max_connections, "KVIKIO_REMOTE_MAX_CONNECTIONS", unsigned_in(1, u64_max));
+  read_env(s.remote_io_num_reactors, "KVIKIO_REMOTE_IO_NUM_REACTORS", unsigned_in(1, 1024));
+  if (auto text = getenv_trimmed("KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS")) {
+    s.remote_io_max_concurrent_requests =
+      parse_unsigned("KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS", *text, 1, u64_max);
+  }
+  read_env(s.event_pool_max_per_context, "KVIKIO_EVENT_POOL_MAX_PER_CONTEXT", unsigned_in(0, u64_max));
+  read_env(s.ipc_export_cache_size, "KVIKIO_IPC_EXPORT_CACHE_SIZE", unsigned_in(0, u64_max));
+  read_env(s.ipc_open_cache_size, "KVIKIO_IPC_OPEN_CACHE_SIZE", unsigned_in(0, u64_max));
+  // The logger keeps its own level; it is validated here so a typo is an error, not a silence.
+  if (auto level = getenv_trimmed("KVIKIO_LOG_LEVEL")) { parse_log_level("KVIKIO_LOG_LEVEL", *level); }
+  return s;
+}
+
+}  // namespace detail
+
+namespace {
+
+struct State {
+  std::mutex mutex;
+  detail::Settings settings;
+  ThreadPool pool;
+
+  explicit State(detail::Settings s) : settings{std::move(s)}, pool{settings.thread_pool_nthreads}
+  {
+  }
+};
+
+// Built at first use; if the environment is invalid this throws, and so does every later call.
+State& state()
+{
+  static State instance{detail::Settings::from_environment()};
+  return instance;
+}
+
+template <auto Member>
+auto get()
+{
+  auto& s = state();
+  std::lock_guard const lock{s.mutex};
+  return s.settings.*Member;
+}
+
+template <auto Member, typename V>
+void set(V value)
+{
+  auto& s = state();
+  std::lock_guard const lock{s.mutex};
+  s.settings.*Member = std::move(value);
+}
+
+template <typename T>
+void expect_positive(char const* setter, T value)
+{
+  if (value <= 0) {
+    throw std::invalid_argument(std::string{"defaults::"} + setter + "(" + std::to_string(value) +
+                                "): expected a positive value");
+  }
+}
+
+}  // namespace
+
+template <typename T>
+T getenv_or(std::string_view env_var_name, T default_val)
+{
+  auto text = detail::getenv_trimmed(env_var_name);
+  if (!text) { return default_val; }
+  if constexpr (std::is_same_v<T, bool>) {
+    return detail::parse_bool(env_var_name, *text);
+  } else if constexpr (std::is_same_v<T, CompatMode>) {
+    return detail::parse_compat_mode(env_var_name, *text);
+  } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+    return detail::parse_http_status_codes(env_var_name, *text);
+  } else {
+    static_assert(std::is_integral_v<T>);
+    if constexpr (std::is_signed_v<T>) {
+      // Settings are counts, sizes and durations: negative values are never meaningful.
+      return static_cast<T>(detail::parse_unsigned(
+        env_var_name, *text, 0, static_cast<std::uint64_t>(std::numeric_limits<T>::max())));
+    } else {
+      return static_cast<T>(
+        detail::parse_unsigned(env_var_name, *text, 0, std::numeric_limits<T>::max()));
+    }
+  }
+}
+
+template <typename T>
+std::tuple<std::string_view, T, bool> getenv_or(std::initializer_list<std::string_view> env_var_names,
+                                                T default_val)
+{
+  auto found = detail::getenv_aliases<T>(
+    env_var_names, [](std::string_view name, std::string_view) { return getenv_or<T>(name, T{}); });
+  if (!found) { return {std::string_view{}, std::move(default_val), false}; }
+  return {found->first, std::move(found->second), true};
+}
+
+#define KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(T)                                      \
+  template T getenv_or<T>(std::string_view, T);                                     \
+  template std::tuple<std::string_view, T, bool> getenv_or<T>(                      \
+    std::initializer_list<std::string_view>, T);
+KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(bool)
+KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(int)
+KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(unsigned int)
+KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(long)
+KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(unsigned long)
+KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(CompatMode)
+KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(std::vector<int>)
+#undef KVIKIO_DETAIL_INSTANTIATE_GETENV_OR
+
+using detail::Settings;
+
+CompatMode defaults::compat_mode() { return get<&Settings::compat_mode>(); }
+void defaults::set_compat_mode(CompatMode compat_mode)
+{
+  if (compat_mode != CompatMode::OFF && compat_mode != CompatMode::ON &&
+      compat_mode != CompatMode::AUTO) {
+    throw std::invalid_argument("defaults::set_compat_mode(" +
+                                std::to_string(static_cast<int>(compat_mode)) +
+                                "): expected CompatMode::OFF, ON or AUTO");
+  }
+  set<&Settings::compat_mode>(compat_mode);
+}
+
+ThreadPool& defaults::thread_pool() { return state().pool; }
+// The pool is the one source of truth for its size; Settings only seeds it.
+unsigned int defaults::thread_pool_nthreads() { return state().pool.get_thread_count(); }
+void defaults::set_thread_pool_nthreads(unsigned int nthreads)
+{
+  expect_positive("set_thread_pool_nthreads", nthreads);
+  state().pool.reset(nthreads);
+}
+unsigned int defaults::num_threads() { return thread_pool_nthreads(); }
+void defaults::set_num_threads(unsigned int nthreads) { set_thread_pool_nthreads(nthreads); }
+
+std::size_t defaults::task_size() { return get<&Settings::task_size>(); }
+void defaults::set_task_size(std::size_t nbytes)
+{
+  expect_positive("set_task_size", nbytes);
+  set<&Settings::task_size>(nbytes);
+}
+
+std::size_t defaults::gds_threshold() { return get<&Settings::gds_threshold>(); }
+void defaults::set_gds_threshold(std::size_t nbytes) { set<&Settings::gds_threshold>(nbytes); }
+
+std::size_t defaults::bounce_buffer_size() { return get<&Settings::bounce_buffer_size>(); }
+void defaults::set_bounce_buffer_size(std::size_t nbytes)
+{
+  expect_positive("set_bounce_buffer_size", nbytes);
+  set<&Settings::bounce_buffer_size>(nbytes);
+}
+
+std::size_t defaults::num_bounce_buffers() { return get<&Settings::num_bounce_buffers>(); }
+void defaults::set_num_bounce_buffers(std::size_t num_bounce_buffers)
+{
+  expect_positive("set_num_bounce_buffers", num_bounce_buffers);
+  set<&Settings::num_bounce_buffers>(num_bounce_buffers);
+}
+
+std::size_t defaults::http_max_attempts() { return get<&Settings::http_max_attempts>(); }
+void defaults::set_http_max_attempts(std::size_t attempts)
+{
+  expect_positive("set_http_max_attempts", attempts);
+  set<&Settings::http_max_attempts>(attempts);
+}
+
+long defaults::http_timeout() { return get<&Settings::http_timeout>(); }
+void defaults::set_http_timeout(long timeout_seconds)
+{
+  expect_positive("set_http_timeout", timeout_seconds);
+  set<&Settings::http_timeout>(timeout_seconds);
+}
+
+std::vector<int> defaults::http_status_codes() { return get<&Settings::http_status_codes>(); }
+void defaults::set_http_status_codes(std::vector<int> status_codes)
+{
+  for (int code : status_codes) {
+    if (code < 100 || code > 599) {
+      throw std::invalid_argument("defaults::set_http_status_codes: " + std::to_string(code) +
+                                  " is not an HTTP status code (expected 100..599)");
+    }
+  }
+  set<&Settings::http_status_codes>(std::move(status_codes));
+}
+
+bool defaults::auto_direct_io_read() { return get<&Settings::auto_direct_io_read>(); }
+void defaults::set_auto_direct_io_read(bool flag) { set<&Settings::auto_direct_io_read>(flag); }
+
+bool defaults::auto_direct_io_read_overread()
+{
+  return get<&Settings::auto_direct_io_read_overread>();
+}
+void defaults::set_auto_direct_io_read_overread(bool flag)
+{
+  set<&Settings::auto_direct_io_read_overread>(flag);
+}
+
+bool defaults::auto_direct_io_write() { return get<&Settings::auto_direct_io_write>(); }
+void defaults::set_auto_direct_io_write(bool flag) { set<&Settings::auto_direct_io_write>(flag); }
+
+bool defaults::thread_pool_per_block_device()
+{
+  return get<&Settings::thread_pool_per_block_device>();
+}
+void defaults::set_thread_pool_per_block_device(bool flag)
+{
+  set<&Settings::thread_pool_per_block_device>(flag);
+}
+
+LocalIOBackend defaults::local_io_backend() { return get<&Settings::local_io_backend>(); }
+void defaults::set_local_io_backend(LocalIOBackend backend)
+{
+  if (backend != LocalIOBackend::POSIX && backend != LocalIOBackend::IO_URING) {
+    throw std::invalid_argument("defaults::set_local_io_backend(" +
+                                std::to_string(static_cast<int>(backend)) +
+                                "): expected LocalIOBackend::POSIX or IO_URING");
+  }
+  set<&Settings::local_io_backend>(backend);
+}
+
+RemoteBackendType defaults::remote_backend() { return get<&Settings::remote_backend>(); }
+void defaults::set_remote_backend(RemoteBackendType remote_backend)
+{
+  if (remote_backend != RemoteBackendType::LIBCURL_EASY &&
+      remote_backend != RemoteBackendType::LIBCURL_MULTI_POLL) {
+    throw std::invalid_argument("defaults::set_remote_backend(" +
+                                std::to_string(static_cast<int>(remote_backend)) +
+                                "): expected RemoteBackendType::LIBCURL_EASY or LIBCURL_MULTI_POLL");
+  }
+  set<&Settings::remote_backend>(remote_backend);
+}
+
+std::size_t defaults::remote_max_connections() { return get<&Settings::remote_max_connections>(); }
+void defaults::set_remote_max_connections(std::size_t remote_max_connections)
+{
+  expect_positive("set_remote_max_connections", remote_max_connections);
+  set<&Settings::remote_max_connections>(remote_max_connections);
+}
+
+std::size_t defaults::remote_io_num_reactors() { return get<&Settings::remote_io_num_reactors>(); }
+void defaults::set_remote_io_num_reactors(std::size_t num_reactors)
+{
+  expect_positive("set_remote_io_num_reactors", num_reactors);
+  set<&Settings::remote_io_num_reactors>(num_reactors);
+}
+
+std::optional<std::size_t> defaults::remote_io_max_concurrent_requests()
+{
+  return get<&Settings::remote_io_max_concurrent_requests>();
+}
+void defaults::set_remote_io_max_concurrent_requests(std::optional<std::size_t> max_requests)
+{
+  if (max_requests) { expect_positive("set_remote_io_max_concurrent_requests", *max_requests); }
+  set<&Settings::remote_io_max_concurrent_requests>(max_requests);
+}
+
+std::size_t defaults::event_pool_max_per_context()
+{
+  return get<&Settings::event_pool_max_per_context>();
+}
+void defaults::set_event_pool_max_per_context(std::size_t max_events)
+{
+  set<&Settings::event_pool_max_per_context>(max_events);
+}
+
+std::size_t defaults::ipc_export_cache_size() { return get<&Settings::ipc_export_cache_size>(); }
+void defaults::set_ipc_export_cache_size(std::size_t entries)
+{
+  set<&Settings::ipc_export_cache_size>(entries);
+}
+
+std::size_t defaults::ipc_open_cache_size() { return get<&Settings::ipc_open_cache_size>(); }
+void defaults::set_ipc_open_cache_size(std::size_t entries)
+{
+  set<&Settings::ipc_open_cache_size>(entries);
+}
+
+}  // namespace kvikio

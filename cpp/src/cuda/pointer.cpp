@@ -1,0 +1,41 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <kvikio/error.hpp>
+#include <kvikio/shim/cuda.hpp>
+#include <kvikio/utils.hpp>
+
+namespace kvikio {
+
+bool is_host_memory(void const* ptr)
+{
+  if (!is_cuda_available()) { return true; }
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
+  CUmemorytype memory_type{};
+  void* values[] = {&memory_type};
+  KVIKIO_CUDA_DRIVER_TRY(
+    cudaAPI::instance().PointerGetAttributes(1, attributes, values, convert_void2deviceptr(ptr)));
+  // The driver answers 0 for memory it does not know: pageable host memory.
+  return memory_type == 0 || memory_type == CU_MEMORYTYPE_HOST;
+}
+
+int get_device_ordinal_from_pointer(CUdeviceptr dev_ptr)
+{
+  int ordinal{};
+  KVIKIO_CUDA_DRIVER_TRY(
+    cudaAPI::instance().PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, dev_ptr));
+  return ordinal;
+}
+
+std::tuple<void*, std::size_t, std::size_t> get_alloc_info(void const* devPtr, CUcontext* ctx)
+{
+  auto const dev_ptr = convert_void2deviceptr(devPtr);
+  CUcontext const context = ctx != nullptr ? *ctx : get_context_from_pointer(devPtr);
+  PushAndPopContext const guard{context};
+  CUdeviceptr base{};
+  std::size_t size{};
+  KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().MemGetAddressRange(&base, &size, dev_ptr));
+  return {reinterpret_cast<void*>(base), size, static_cast<std::size_t>(dev_ptr - base)};
+}
+
+}  // namespace kvikio

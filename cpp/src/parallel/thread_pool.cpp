@@ -1,0 +1,115 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <kvikio/threadpool_wrapper.hpp>
+
+#include <stdexcept>
+#include <string>
+
+namespace kvikio {
+namespace {
+// The pool whose worker is running on this thread, if any.
+thread_local ThreadPool const* current_pool{nullptr};
+
+void check_thread_count(unsigned int nthreads)
+{
+  if (nthreads == 0) {
+    throw std::invalid_argument("ThreadPool: the number of threads must be positive, got 0");
+  }
+}
+}  // namespace
+
+ThreadPool::ThreadPool(unsigned int nthreads)
+{
+  check_thread_count(nthreads);
+  start(nthreads);
+}
+
+ThreadPool::~ThreadPool() { stop_and_join(); }
+
+unsigned int ThreadPool::get_thread_count() const noexcept
+{
+  std::lock_guard const lock{mutex_};
+  return static_cast<unsigned int>(threads_.size());
+}
+
+bool ThreadPool::is_worker_thread() const noexcept { return current_pool == this; }
+
+void ThreadPool::reset(unsigned int nthreads)
+{
+  check_thread_count(nthreads);
+  if (is_worker_thread()) {
+    throw std::logic_error("ThreadPool::reset() called from one of the pool's own tasks");
+  }
+  std::lock_guard const reset_lock{reset_mutex_};
+  stop_and_join();
+  start(nthreads);
+}
+
+void ThreadPool::wait()
+{
+  if (is_worker_thread()) {
+    throw std::logic_error("ThreadPool::wait() called from one of the pool's own tasks");
+  }
+  std::unique_lock lock{mutex_};
+  idle_.wait(lock, [this] { return jobs_.empty() && running_ == 0; });
+}
+
+void ThreadPool::enqueue(std::function<void()> job)
+{
+  {
+    std::lock_guard const lock{mutex_};
+    jobs_.push_back(std::move(job));
+  }
+  job_available_.notify_one();
+}
+
+void ThreadPool::start(unsigned int nthreads)
+{
+  std::lock_guard const lock{mutex_};
+  stopping_ = false;
+  threads_.reserve(nthreads);
+  for (unsigned int i = 0; i < nthreads; ++i) {
+    threads_.emplace_back([this] { worker_loop(); });
+  }
+}
+
+void ThreadPool::stop_and_join()
+{
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard const lock{mutex_};
+    // Workers leave only once the queue is empty and no task is running (a running task may
+    // still submit more), so everything submitted before this call runs to completion.
+    stopping_ = true;
+    threads.swap(threads_);
+  }
+  job_available_.notify_all();
+  for (auto& t : threads) {
+    t.join();
+  }
+}
+
+void ThreadPool::worker_loop()
+{
+  current_pool = this;
+  std::unique_lock lock{mutex_};
+  while (true) {
+    job_available_.wait(lock, [this] { return !jobs_.empty() || (stopping_ && running_ == 0); });
+    if (jobs_.empty()) { break; }  // stopping, and nothing left that could submit more
+    auto job = std::move(jobs_.front());
+    jobs_.pop_front();
+    ++running_;
+    lock.unlock();
+    job();  // a packaged_task: exceptions go to its future
+    lock.lock();
+    --running_;
+    if (jobs_.empty() && running_ == 0) {
+      idle_.notify_all();
+      if (stopping_) { job_available_.notify_all(); }  // let the other workers leave
+    }
+  }
+  current_pool = nullptr;
+}
+
+}  // namespace kvikio

@@ -1,0 +1,96 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <kvikio/shim/cuda.hpp>
+
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include <kvikio/error.hpp>
+
+#include "dynamic_library.hpp"
+
+#define KVIKIO_DETAIL_STRINGIFY_IMPL(x) #x
+// Expands macros first, so that `cuMemAlloc` becomes "cuMemAlloc_v2".
+#define KVIKIO_DETAIL_STRINGIFY(x) KVIKIO_DETAIL_STRINGIFY_IMPL(x)
+
+namespace kvikio {
+namespace {
+
+std::mutex library_name_mutex;
+std::string library_name{"libcuda.so.1"};
+bool library_looked_for{false};
+
+}  // namespace
+
+// Loads the driver once; keeps either the table or the reason there is none.
+struct CudaDriverLoader {
+  std::unique_ptr<cudaAPI> api;
+  std::string unavailable_reason;
+
+  CudaDriverLoader()
+  {
+    std::string name;
+    {
+      std::lock_guard const lock{library_name_mutex};
+      library_looked_for = true;
+      name               = library_name;
+    }
+    try {
+      detail::DynamicLibrary const lib{name};
+      auto table = std::unique_ptr<cudaAPI>(new cudaAPI());
+#define KVIKIO_DETAIL_RESOLVE_ENTRY(member, function) \
+  lib.resolve(table->member, KVIKIO_DETAIL_STRINGIFY(function));
+      KVIKIO_CUDA_DRIVER_ENTRY_POINTS(KVIKIO_DETAIL_RESOLVE_ENTRY)
+#undef KVIKIO_DETAIL_RESOLVE_ENTRY
+      CUresult const init = table->Init(0);
+      if (init != CUDA_SUCCESS) {
+        // cuGetErrorName works before a successful cuInit.
+        char const* err_name = nullptr;
+        table->GetErrorName(init, &err_name);
+        unavailable_reason = "the CUDA driver (" + name + ") failed to initialise: cuInit(0) returned " +
+                             (err_name != nullptr ? err_name : std::to_string(init));
+        return;
+      }
+      api = std::move(table);
+    } catch (std::runtime_error const& e) {
+      unavailable_reason = std::string{"no CUDA driver found: "} + e.what();
+    }
+  }
+
+  static CudaDriverLoader const& get()
+  {
+    static CudaDriverLoader const loader;
+    return loader;
+  }
+};
+
+cudaAPI& cudaAPI::instance()
+{
+  auto const& loader = CudaDriverLoader::get();
+  if (!loader.api) {
+    throw CUfileException{"KvikIO: this operation needs a GPU, but " + loader.unavailable_reason};
+  }
+  return *loader.api;
+}
+
+bool is_cuda_available() noexcept { return CudaDriverLoader::get().api != nullptr; }
+
+namespace detail {
+
+std::string cuda_unavailable_reason() { return CudaDriverLoader::get().unavailable_reason; }
+
+void set_cuda_driver_library_name(std::string name)
+{
+  std::lock_guard const lock{library_name_mutex};
+  if (library_looked_for) {
+    throw std::logic_error("set_cuda_driver_library_name(" + name +
+                           "): the CUDA driver was already looked for in this process");
+  }
+  library_name = std::move(name);
+}
+
+}  // namespace detail
+}  // namespace kvikio

@@ -1,0 +1,68 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <kvikio/shim/cufile.hpp>
+
+#include <memory>
+#include <stdexcept>
+
+#include <kvikio/error.hpp>
+
+#include "dynamic_library.hpp"
+
+namespace kvikio {
+
+// Loads libcufile.so.0 once; keeps either the table or the reason there is none.
+struct CuFileLoader {
+  std::unique_ptr<cuFileAPI> api;
+  std::string unavailable_reason;
+
+  CuFileLoader()
+  {
+    try {
+      detail::DynamicLibrary const lib{"libcufile.so.0"};
+      auto table = std::unique_ptr<cuFileAPI>(new cuFileAPI());
+      lib.resolve(table->DriverOpen, "cuFileDriverOpen");
+      // cufile.h maps cuFileDriverClose to cuFileDriverClose_v2.
+      lib.resolve(table->DriverClose, "cuFileDriverClose_v2");
+      lib.resolve(table->GetVersion, "cuFileGetVersion");
+      lib.resolve(table->HandleRegister, "cuFileHandleRegister");
+      lib.resolve(table->HandleDeregister, "cuFileHandleDeregister");
+      lib.resolve(table->Read, "cuFileRead");
+      lib.resolve(table->Write, "cuFileWrite");
+      lib.resolve(table->BufRegister, "cuFileBufRegister");
+      lib.resolve(table->BufDeregister, "cuFileBufDeregister");
+      api = std::move(table);
+    } catch (std::runtime_error const& e) {
+      unavailable_reason = e.what();
+    }
+  }
+
+  static CuFileLoader const& get()
+  {
+    static CuFileLoader const loader;
+    return loader;
+  }
+};
+
+cuFileAPI& cuFileAPI::instance()
+{
+  auto const& loader = CuFileLoader::get();
+  if (!loader.api) { throw CUfileException{"KvikIO: cuFile is not available: " + loader.unavailable_reason}; }
+  return *loader.api;
+}
+
+bool is_cufile_library_available() noexcept { return CuFileLoader::get().api != nullptr; }
+
+int cufile_version() noexcept
+{
+  if (!is_cufile_library_available()) { return 0; }
+  int version{};
+  return cuFileAPI::instance().GetVersion(&version).err == CU_FILE_SUCCESS ? version : 0;
+}
+
+namespace detail {
+std::string cufile_unavailable_reason() { return CuFileLoader::get().unavailable_reason; }
+}  // namespace detail
+
+}  // namespace kvikio

@@ -1,0 +1,260 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Environment parsing: one parameterised case per setting (default, override, invalid value),
+ * plus the alias rules. Everything goes through detail::Settings::from_environment(), the one
+ * place that reads KVIKIO_* variables.
+ */
+#include <functional>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/detail/env.hpp>
+
+#include "common/env_guard.hpp"
+
+using kvikio::detail::Settings;
+using kvikio::test::EnvGuard;
+
+namespace {
+
+template <typename T>
+std::string show(T const& value)
+{
+  std::ostringstream out;
+  if constexpr (std::is_same_v<T, bool>) {
+    out << (value ? "true" : "false");
+  } else if constexpr (std::is_enum_v<T>) {
+    out << static_cast<int>(value);
+  } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+    for (auto v : value) {
+      out << v << ",";
+    }
+  } else if constexpr (std::is_same_v<T, std::optional<std::size_t>>) {
+    out << (value ? std::to_string(*value) : "unset");
+  } else {
+    out << value;
+  }
+  return out.str();
+}
+
+struct Row {
+  std::string variable;
+  std::function<std::string(Settings const&)> field;  // the setting, shown as text
+  std::string expected_default;
+  std::string valid_text;      // an environment value ...
+  std::string expected_valid;  // ... and the setting it must produce
+  std::string invalid_text;
+};
+
+#define FIELD(member) [](Settings const& s) { return show(s.member); }
+
+// Expected values are written out here, independently of Settings' initialisers.
+std::vector<Row> const rows{
+  {"KVIKIO_COMPAT_MODE", FIELD(compat_mode), "2", "off", "0", "maybe"},
+  {"KVIKIO_NTHREADS", FIELD(thread_pool_nthreads), "1", "8", "8", "0"},
+  {"KVIKIO_NUM_THREADS", FIELD(thread_pool_nthreads), "1", " 6 ", "6", "-1"},
+  {"KVIKIO_TASK_SIZE", FIELD(task_size), "4194304", "1048576", "1048576", "abc"},
+  {"KVIKIO_GDS_THRESHOLD", FIELD(gds_threshold), "16384", "0", "0", "-5"},
+  {"KVIKIO_BOUNCE_BUFFER_SIZE", FIELD(bounce_buffer_size), "16777216", "8388608", "8388608", "0"},
+  {"KVIKIO_NUM_BOUNCE_BUFFERS", FIELD(num_bounce_buffers), "4", "8", "8", "0"},
+  {"KVIKIO_HTTP_MAX_ATTEMPTS", FIELD(http_max_attempts), "3", "5", "5", "0"},
+  {"KVIKIO_HTTP_TIMEOUT", FIELD(http_timeout), "60", "5", "5", "1.5"},
+  {"KVIKIO_HTTP_STATUS_CODES",
+   FIELD(http_status_codes),
+   "429,500,502,503,504,",
+   "503, 429",
+   "503,429,",
+   "503,abc"},
+  {"KVIKIO_AUTO_DIRECT_IO_READ", FIELD(auto_direct_io_read), "false", "YES", "true", "maybe"},
+  {"KVIKIO_AUTO_DIRECT_IO_READ_OVERREAD",
+   FIELD(auto_direct_io_read_overread),
+   "false",
+   "1",
+   "true",
+   "2"},
+  {"KVIKIO_AUTO_DIRECT_IO_WRITE", FIELD(auto_direct_io_write), "true", "off", "false", "nah"},
+  {"KVIKIO_THREAD_POOL_PER_BLOCK_DEVICE",
+   FIELD(thread_pool_per_block_device),
+   "false",
+   "true",
+   "true",
+   "t"},
+  {"KVIKIO_LOCAL_IO_BACKEND", FIELD(local_io_backend), "0", "IO_URING", "1", "aio"},
+  {"KVIKIO_REMOTE_BACKEND", FIELD(remote_backend), "0", "libcurl_multi_poll", "1", "curl"},
+  {"KVIKIO_REMOTE_IO_BACKEND", FIELD(remote_backend), "0", "MULTI_POLL", "1", "poll"},
+  {"KVIKIO_REMOTE_MAX_CONNECTIONS", FIELD(remote_max_connections), "8", "32", "32", "0"},
+  {"KVIKIO_REMOTE_IO_NUM_REACTORS", FIELD(remote_io_num_reactors), "1", "4", "4", "0"},
+  {"KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS",
+   FIELD(remote_io_max_concurrent_requests),
+   "unset",
+   "64",
+   "64",
+   "0"},
+  {"KVIKIO_EVENT_POOL_MAX_PER_CONTEXT", FIELD(event_pool_max_per_context), "0", "16", "16", "x"},
+  {"KVIKIO_IPC_EXPORT_CACHE_SIZE", FIELD(ipc_export_cache_size), "1024", "0", "0", "-1"},
+  {"KVIKIO_IPC_OPEN_CACHE_SIZE", FIELD(ipc_open_cache_size), "128", "7", "7", "big"},
+};
+
+// Every variable of the table, unset, so that the developer's shell cannot leak in.
+std::vector<std::string> all_variables()
+{
+  std::vector<std::string> names{"KVIKIO_LOG_LEVEL"};
+  for (auto const& row : rows) {
+    names.push_back(row.variable);
+  }
+  return names;
+}
+
+class SettingFromEnvironment : public ::testing::TestWithParam<Row> {
+ protected:
+  void SetUp() override
+  {
+    for (auto const& name : all_variables()) {
+      ::unsetenv(name.c_str());
+    }
+  }
+};
+
+TEST_P(SettingFromEnvironment, DefaultWhenUnset)
+{
+  auto const& row = GetParam();
+  EXPECT_EQ(row.field(Settings::from_environment()), row.expected_default);
+}
+
+TEST_P(SettingFromEnvironment, DefaultWhenEmpty)
+{
+  auto const& row = GetParam();
+  EnvGuard const env{{row.variable, "  "}};
+  EXPECT_EQ(row.field(Settings::from_environment()), row.expected_default);
+}
+
+TEST_P(SettingFromEnvironment, OverriddenByEnvironment)
+{
+  auto const& row = GetParam();
+  EnvGuard const env{{row.variable, row.valid_text}};
+  EXPECT_EQ(row.field(Settings::from_environment()), row.expected_valid);
+}
+
+TEST_P(SettingFromEnvironment, InvalidValueNamesVariableAndValue)
+{
+  auto const& row = GetParam();
+  EnvGuard const env{{row.variable, row.invalid_text}};
+  try {
+    (void)Settings::from_environment();
+    FAIL() << row.variable << "=" << row.invalid_text << " was accepted";
+  } catch (std::invalid_argument const& e) {
+    EXPECT_NE(std::string{e.what()}.find(row.variable + "=" + row.invalid_text), std::string::npos)
+      << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSettings,
+                         SettingFromEnvironment,
+                         ::testing::ValuesIn(rows),
+                         [](auto const& info) { return info.param.variable; });
+
+TEST(SettingAliases, ThreadCountAliasesMustAgree)
+{
+  {
+    EnvGuard const env{{"KVIKIO_NTHREADS", "2"}, {"KVIKIO_NUM_THREADS", "2"}};
+    EXPECT_EQ(Settings::from_environment().thread_pool_nthreads, 2U);
+  }
+  EnvGuard const env{{"KVIKIO_NTHREADS", "2"}, {"KVIKIO_NUM_THREADS", "3"}};
+  try {
+    (void)Settings::from_environment();
+    FAIL() << "conflicting thread counts were accepted";
+  } catch (std::invalid_argument const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("KVIKIO_NTHREADS=2"), std::string::npos) << what;
+    EXPECT_NE(what.find("KVIKIO_NUM_THREADS=3"), std::string::npos) << what;
+  }
+}
+
+TEST(SettingAliases, RemoteBackendSpellingsMustAgree)
+{
+  {
+    EnvGuard const env{{"KVIKIO_REMOTE_BACKEND", "LIBCURL_MULTI_POLL"},
+                       {"KVIKIO_REMOTE_IO_BACKEND", "MULTI_POLL"}};
+    EXPECT_EQ(Settings::from_environment().remote_backend,
+              kvikio::RemoteBackendType::LIBCURL_MULTI_POLL);
+  }
+  EnvGuard const env{{"KVIKIO_REMOTE_BACKEND", "LIBCURL_EASY"},
+                     {"KVIKIO_REMOTE_IO_BACKEND", "MULTI_POLL"}};
+  EXPECT_THROW((void)Settings::from_environment(), std::invalid_argument);
+}
+
+TEST(SettingAliases, LogLevelIsValidated)
+{
+  {
+    EnvGuard const env{{"KVIKIO_LOG_LEVEL", "debug"}};
+    EXPECT_NO_THROW((void)Settings::from_environment());
+  }
+  EnvGuard const env{{"KVIKIO_LOG_LEVEL", "loud"}};
+  EXPECT_THROW((void)Settings::from_environment(), std::invalid_argument);
+}
+
+TEST(ParseUnsigned, RejectsEverythingButPlainDecimal)
+{
+  using kvikio::detail::parse_unsigned;
+  EXPECT_EQ(parse_unsigned("V", "0", 0, 10), 0U);
+  EXPECT_EQ(parse_unsigned("V", "18446744073709551615", 0, UINT64_MAX), UINT64_MAX);
+  for (auto bad : {"", "+1", "-1", "0x10", "1e3", "12abc", "1 2", "18446744073709551616", "11"}) {
+    EXPECT_THROW(parse_unsigned("V", bad, 0, 10), std::invalid_argument) << bad;
+  }
+}
+
+TEST(ParseHttpStatusCodes, ListsAndBadElements)
+{
+  using kvikio::detail::parse_http_status_codes;
+  EXPECT_EQ(parse_http_status_codes("V", "500"), std::vector<int>{500});
+  EXPECT_EQ(parse_http_status_codes("V", " 429 ,503"), (std::vector<int>{429, 503}));
+  for (auto bad : {"", ",", "500,", "99", "600", "50x", "500;503"}) {
+    EXPECT_THROW(parse_http_status_codes("V", bad), std::invalid_argument) << bad;
+  }
+}
+
+TEST(ParseBool, AcceptedSpellings)
+{
+  using kvikio::detail::parse_bool;
+  for (auto yes : {"true", "TRUE", "On", "yes", "1"}) {
+    EXPECT_TRUE(parse_bool("V", yes)) << yes;
+  }
+  for (auto no : {"false", "Off", "NO", "0"}) {
+    EXPECT_FALSE(parse_bool("V", no)) << no;
+  }
+  EXPECT_THROW(parse_bool("V", "y"), std::invalid_argument);
+}
+
+TEST(ParseCompatMode, AcceptedSpellings)
+{
+  using kvikio::CompatMode;
+  using kvikio::detail::parse_compat_mode_str;
+  EXPECT_EQ(parse_compat_mode_str("ON"), CompatMode::ON);
+  EXPECT_EQ(parse_compat_mode_str("yes"), CompatMode::ON);
+  EXPECT_EQ(parse_compat_mode_str("False"), CompatMode::OFF);
+  EXPECT_EQ(parse_compat_mode_str("0"), CompatMode::OFF);
+  EXPECT_EQ(parse_compat_mode_str("Auto"), CompatMode::AUTO);
+  EXPECT_THROW(parse_compat_mode_str("a"), std::invalid_argument);
+}
+
+TEST(GetenvOr, UpstreamCompatibleHelpers)
+{
+  EnvGuard const env{{"KVIKIO_TEST_A", "17"}, {"KVIKIO_TEST_B", "17"}, {"KVIKIO_TEST_C", "x"}};
+  EXPECT_EQ(kvikio::getenv_or("KVIKIO_TEST_A", 3), 17);
+  EXPECT_EQ(kvikio::getenv_or("KVIKIO_TEST_UNSET", 3), 3);
+  EXPECT_THROW(kvikio::getenv_or("KVIKIO_TEST_C", 3), std::invalid_argument);
+  auto [name, value, was_set] = kvikio::getenv_or({"KVIKIO_TEST_UNSET", "KVIKIO_TEST_B"}, 5UL);
+  EXPECT_EQ(name, "KVIKIO_TEST_B");
+  EXPECT_EQ(value, 17UL);
+  EXPECT_TRUE(was_set);
+  auto [none, fallback, none_set] = kvikio::getenv_or({"KVIKIO_TEST_UNSET"}, true);
+  EXPECT_TRUE(none.empty());
+  EXPECT_TRUE(fallback);
+  EXPECT_FALSE(none_set);
+}
+
+}  // namespace

@@ -1,0 +1,194 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * kvikio::ThreadPool: results, exceptions, FIFO order, reset, wait, nested and concurrent
+ * submission.
+ */
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <numeric>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <kvikio/threadpool_wrapper.hpp>
+
+using kvikio::ThreadPool;
+
+namespace {
+
+TEST(ThreadPool, ReturnsResults)
+{
+  ThreadPool pool{4};
+  std::vector<std::future<int>> futures;
+  for (int i = 0; i < 100; ++i) {
+    futures.push_back(pool.submit_task([i] { return i * i; }));
+  }
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(futures[i].get(), i * i);
+  }
+}
+
+TEST(ThreadPool, RejectsZeroThreads)
+{
+  EXPECT_THROW(ThreadPool{0}, std::invalid_argument);
+  ThreadPool pool{1};
+  EXPECT_THROW(pool.reset(0), std::invalid_argument);
+  EXPECT_EQ(pool.get_thread_count(), 1U);
+}
+
+TEST(ThreadPool, PropagatesExceptions)
+{
+  ThreadPool pool{2};
+  auto failing = pool.submit_task([]() -> int { throw std::overflow_error("task failed"); });
+  auto fine    = pool.submit_task([] { return 7; });
+  EXPECT_THROW(failing.get(), std::overflow_error);
+  EXPECT_EQ(fine.get(), 7);  // the pool survives a failing task
+}
+
+TEST(ThreadPool, SingleThreadRunsInSubmissionOrder)
+{
+  ThreadPool pool{1};
+  std::vector<int> order;
+  std::vector<std::future<void>> futures;
+  for (int i = 0; i < 50; ++i) {
+    futures.push_back(pool.submit_task([i, &order] { order.push_back(i); }));
+  }
+  for (auto& f : futures) {
+    f.get();
+  }
+  std::vector<int> expected(50);
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(order, expected);
+}
+
+TEST(ThreadPool, RunsOnAllThreads)
+{
+  unsigned int const n = 4;
+  ThreadPool pool{n};
+  // Each task waits until all n have started: only possible if n threads run them at once.
+  std::atomic<unsigned int> started{0};
+  std::vector<std::future<void>> futures;
+  for (unsigned int i = 0; i < n; ++i) {
+    futures.push_back(pool.submit_task([&started, n] {
+      ++started;
+      while (started.load() < n) {
+        std::this_thread::yield();
+      }
+    }));
+  }
+  for (auto& f : futures) {
+    f.get();
+  }
+  EXPECT_EQ(started.load(), n);
+}
+
+TEST(ThreadPool, ResetWhileIdleAndAfterWork)
+{
+  ThreadPool pool{2};
+  EXPECT_EQ(pool.get_thread_count(), 2U);
+  pool.reset(5);
+  EXPECT_EQ(pool.get_thread_count(), 5U);
+  std::atomic<int> done{0};
+  for (int i = 0; i < 20; ++i) {
+    (void)pool.submit_task([&done] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ++done;
+    });
+  }
+  pool.reset(1);  // waits for the 20 tasks
+  EXPECT_EQ(done.load(), 20);
+  EXPECT_EQ(pool.get_thread_count(), 1U);
+  EXPECT_EQ(pool.submit_task([] { return 3; }).get(), 3);
+}
+
+TEST(ThreadPool, WaitBlocksUntilAllTasksFinish)
+{
+  ThreadPool pool{3};
+  std::atomic<int> done{0};
+  for (int i = 0; i < 30; ++i) {
+    (void)pool.submit_task([&done] {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      ++done;
+    });
+  }
+  pool.wait();
+  EXPECT_EQ(done.load(), 30);
+}
+
+TEST(ThreadPool, TaskSubmitsTask)
+{
+  ThreadPool pool{1};
+  // With one thread the inner task can only run after the outer one returns.
+  auto outer = pool.submit_task([&pool] { return pool.submit_task([] { return 5; }); });
+  auto inner = outer.get();
+  EXPECT_EQ(inner.get(), 5);
+}
+
+TEST(ThreadPool, ResetAndWaitFromOwnTaskAreRejected)
+{
+  ThreadPool pool{1};
+  EXPECT_THROW(pool.submit_task([&pool] { pool.reset(2); }).get(), std::logic_error);
+  EXPECT_THROW(pool.submit_task([&pool] { pool.wait(); }).get(), std::logic_error);
+  EXPECT_TRUE(pool.submit_task([&pool] { return pool.is_worker_thread(); }).get());
+  EXPECT_FALSE(pool.is_worker_thread());
+}
+
+TEST(ThreadPool, ManyConcurrentSubmitters)
+{
+  ThreadPool pool{4};
+  std::atomic<long> sum{0};
+  std::vector<std::thread> submitters;
+  for (int s = 0; s < 8; ++s) {
+    submitters.emplace_back([&pool, &sum] {
+      std::vector<std::future<void>> futures;
+      for (int i = 1; i <= 500; ++i) {
+        futures.push_back(pool.submit_task([&sum, i] { sum += i; }));
+      }
+      for (auto& f : futures) {
+        f.get();
+      }
+    });
+  }
+  for (auto& t : submitters) {
+    t.join();
+  }
+  EXPECT_EQ(sum.load(), 8L * 500 * 501 / 2);
+}
+
+TEST(ThreadPool, ResetWhileOthersSubmit)
+{
+  ThreadPool pool{2};
+  std::atomic<int> done{0};
+  std::atomic<bool> stop{false};
+  std::thread submitter{[&] {
+    while (!stop) {
+      pool.submit_task([&done] { ++done; }).get();
+    }
+  }};
+  for (unsigned int n = 1; n <= 4; ++n) {
+    pool.reset(n);
+  }
+  stop = true;
+  submitter.join();
+  EXPECT_GT(done.load(), 0);
+  EXPECT_EQ(pool.get_thread_count(), 4U);
+}
+
+TEST(ThreadPool, DestructorRunsQueuedTasks)
+{
+  std::atomic<int> done{0};
+  {
+    ThreadPool pool{1};
+    for (int i = 0; i < 10; ++i) {
+      (void)pool.submit_task([&done] { ++done; });
+    }
+  }
+  EXPECT_EQ(done.load(), 10);
+}
+
+}  // namespace
