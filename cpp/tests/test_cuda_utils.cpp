@@ -80,8 +80,8 @@ TEST_F(OnDevice, AllocationInfoOfAnInteriorPointer)
 {
   std::size_t const nbytes = 3 << 20;
   DeviceBuffer const buf{nbytes};
-  auto* interior               = static_cast<char*>(buf.get()) + 4097;
-  auto [base, size, offset]    = kvikio::get_alloc_info(interior);
+  auto* interior            = static_cast<char*>(buf.get()) + 4097;
+  auto [base, size, offset] = kvikio::get_alloc_info(interior);
   EXPECT_EQ(base, buf.get());
   EXPECT_GE(size, nbytes);
   EXPECT_EQ(offset, 4097U);

@@ -125,8 +125,10 @@ TEST_F(Defaults, SettersRejectInvalidValues)
                   defaults::set_compat_mode,
                   static_cast<kvikio::CompatMode>(7),
                   "set_compat_mode");
-  expect_rejected(
-    defaults::thread_pool_nthreads, defaults::set_thread_pool_nthreads, 0U, "set_thread_pool_nthreads");
+  expect_rejected(defaults::thread_pool_nthreads,
+                  defaults::set_thread_pool_nthreads,
+                  0U,
+                  "set_thread_pool_nthreads");
   expect_rejected(defaults::task_size, defaults::set_task_size, 0UL, "set_task_size");
   expect_rejected(
     defaults::bounce_buffer_size, defaults::set_bounce_buffer_size, 0UL, "set_bounce_buffer_size");

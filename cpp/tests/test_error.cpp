@@ -18,7 +18,8 @@ namespace {
 
 bool starts_with_location(std::string const& what)
 {
-  return what.rfind("KvikIO failure at: ", 0) == 0 && what.find("test_error.cpp:") != std::string::npos;
+  return what.rfind("KvikIO failure at: ", 0) == 0 &&
+         what.find("test_error.cpp:") != std::string::npos;
 }
 
 TEST(Error, ExpectDefaultsToCUfileException)

@@ -55,7 +55,8 @@ void print_environment()
             << "  bounce_buffer_size   " << defaults::bounce_buffer_size() << "\n"
             << "  num_bounce_buffers   " << defaults::num_bounce_buffers() << "\n"
             << "  local_io_backend     "
-            << (defaults::local_io_backend() == kvikio::LocalIOBackend::POSIX ? "posix" : "io_uring")
+            << (defaults::local_io_backend() == kvikio::LocalIOBackend::POSIX ? "posix"
+                                                                              : "io_uring")
             << "\n"
             << "  remote_backend       "
             << (defaults::remote_backend() == kvikio::RemoteBackendType::LIBCURL_EASY
@@ -121,16 +122,17 @@ int main(int argc, char** argv)
       for (std::size_t off = 0; off < nbytes; off += block.size()) {
         auto const n = std::min(block.size(), nbytes - off);
         fill_random(block.data(), n, off);
-        KVIKIO_EXPECT(::pwrite(fd, block.data(), n, static_cast<off_t>(off)) == static_cast<ssize_t>(n),
-                      "short write while generating the file");
+        KVIKIO_EXPECT(
+          ::pwrite(fd, block.data(), n, static_cast<off_t>(off)) == static_cast<ssize_t>(n),
+          "short write while generating the file");
       }
     }
 
     // Read it back in task_size chunks on the thread pool, into a poisoned buffer.
     std::vector<std::uint8_t> data(nbytes, 0xA5);
-    auto& pool             = kvikio::defaults::thread_pool();
-    auto const task_size   = kvikio::defaults::task_size();
-    auto const start       = std::chrono::steady_clock::now();
+    auto& pool           = kvikio::defaults::thread_pool();
+    auto const task_size = kvikio::defaults::task_size();
+    auto const start     = std::chrono::steady_clock::now();
     std::vector<std::future<void>> tasks;
     for (std::size_t off = 0; off < nbytes; off += task_size) {
       auto const n = std::min(task_size, nbytes - off);
@@ -138,8 +140,8 @@ int main(int argc, char** argv)
         KVIKIO_NVTX_SCOPED_RANGE("basic_io read chunk");
         std::size_t done = 0;
         while (done < n) {
-          ssize_t const got = ::pread(fd, data.data() + off + done, n - done,
-                                      static_cast<off_t>(off + done));
+          ssize_t const got =
+            ::pread(fd, data.data() + off + done, n - done, static_cast<off_t>(off + done));
           KVIKIO_SYSCALL_CHECK(got, "pread");
           KVIKIO_EXPECT(got > 0, "unexpected end of file");
           done += static_cast<std::size_t>(got);
@@ -162,8 +164,8 @@ int main(int argc, char** argv)
         return 1;
       }
     }
-    std::cout << "read " << nbytes << " bytes with " << pool.get_thread_count()
-              << " thread(s) in " << tasks.size() << " tasks: " << nbytes / seconds / 1e9
+    std::cout << "read " << nbytes << " bytes with " << pool.get_thread_count() << " thread(s) in "
+              << tasks.size() << " tasks: " << nbytes / seconds / 1e9
               << " GB/s, every byte verified\n";
   } catch (std::exception const& e) {
     std::cerr << "basic_io failed: " << e.what() << "\n";

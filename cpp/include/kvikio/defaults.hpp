@@ -95,8 +95,8 @@ T getenv_or(std::string_view env_var_name, T default_val);
  * @throws std::invalid_argument if a value is invalid or two aliases are set differently.
  */
 template <typename T>
-std::tuple<std::string_view, T, bool> getenv_or(std::initializer_list<std::string_view> env_var_names,
-                                                T default_val);
+std::tuple<std::string_view, T, bool> getenv_or(
+  std::initializer_list<std::string_view> env_var_names, T default_val);
 
 /**
  * @brief The settings of this process. All members are static.

@@ -91,11 +91,11 @@ std::string cufile_error_description(int cufile_err, CUresult cu_err) noexcept;
   KVIKIO_DETAIL_PICK3(__VA_ARGS__, KVIKIO_DETAIL_EXPECT_3, KVIKIO_DETAIL_EXPECT_2, )(__VA_ARGS__)
 #define KVIKIO_DETAIL_EXPECT_2(condition, msg) \
   KVIKIO_DETAIL_EXPECT_3(condition, msg, kvikio::CUfileException)
-#define KVIKIO_DETAIL_EXPECT_3(condition, msg, exception_type)                                 \
-  do {                                                                                         \
-    if (!(condition)) {                                                                        \
-      throw exception_type{kvikio::detail::failure_location(__FILE__, __LINE__) + (msg)};     \
-    }                                                                                          \
+#define KVIKIO_DETAIL_EXPECT_3(condition, msg, exception_type)                            \
+  do {                                                                                    \
+    if (!(condition)) {                                                                   \
+      throw exception_type{kvikio::detail::failure_location(__FILE__, __LINE__) + (msg)}; \
+    }                                                                                     \
   } while (0)
 
 /**
@@ -111,35 +111,34 @@ std::string cufile_error_description(int cufile_err, CUresult cu_err) noexcept;
  * @brief Evaluates a CUDA driver call and throws `exception_type` (default
  * `kvikio::CUfileException`) naming the error and the call unless it returned `CUDA_SUCCESS`.
  */
-#define KVIKIO_CUDA_DRIVER_TRY(...)                     \
-  KVIKIO_DETAIL_PICK3(__VA_ARGS__,                      \
-                      ,                                 \
-                      KVIKIO_DETAIL_CUDA_DRIVER_TRY_2,  \
-                      KVIKIO_DETAIL_CUDA_DRIVER_TRY_1)(__VA_ARGS__)
+#define KVIKIO_CUDA_DRIVER_TRY(...)                                                  \
+  KVIKIO_DETAIL_PICK3(                                                               \
+    __VA_ARGS__, , KVIKIO_DETAIL_CUDA_DRIVER_TRY_2, KVIKIO_DETAIL_CUDA_DRIVER_TRY_1) \
+  (__VA_ARGS__)
 #define KVIKIO_DETAIL_CUDA_DRIVER_TRY_1(call) \
   KVIKIO_DETAIL_CUDA_DRIVER_TRY_2(call, kvikio::CUfileException)
-#define KVIKIO_DETAIL_CUDA_DRIVER_TRY_2(call, exception_type)                                    \
-  do {                                                                                           \
-    CUresult const kvikio_cu_result_ = (call);                                                   \
-    if (kvikio_cu_result_ != CUDA_SUCCESS) {                                                     \
-      kvikio::detail::throw_cuda_error<exception_type>(kvikio_cu_result_, #call, __FILE__, __LINE__); \
-    }                                                                                            \
+#define KVIKIO_DETAIL_CUDA_DRIVER_TRY_2(call, exception_type) \
+  do {                                                        \
+    CUresult const kvikio_cu_result_ = (call);                \
+    if (kvikio_cu_result_ != CUDA_SUCCESS) {                  \
+      kvikio::detail::throw_cuda_error<exception_type>(       \
+        kvikio_cu_result_, #call, __FILE__, __LINE__);        \
+    }                                                         \
   } while (0)
 
 /**
  * @brief Evaluates a cuFile call returning `CUfileError_t` and throws `kvikio::CUfileException`
  * naming the cuFile error (and its CUDA cause) unless it succeeded.
  */
-#define KVIKIO_CUFILE_TRY(call)                                                                \
-  do {                                                                                         \
-    auto const kvikio_cufile_result_ = (call);                                                 \
-    if (kvikio_cufile_result_.err != 0) {                                                      \
-      throw kvikio::CUfileException{                                                           \
-        kvikio::detail::failure_location(__FILE__, __LINE__) +                                 \
-        kvikio::detail::cufile_error_description(kvikio_cufile_result_.err,                    \
-                                                 kvikio_cufile_result_.cu_err) +               \
-        " in " #call};                                                                         \
-    }                                                                                          \
+#define KVIKIO_CUFILE_TRY(call)                                                                  \
+  do {                                                                                           \
+    auto const kvikio_cufile_result_ = (call);                                                   \
+    if (kvikio_cufile_result_.err != 0) {                                                        \
+      throw kvikio::CUfileException{kvikio::detail::failure_location(__FILE__, __LINE__) +       \
+                                    kvikio::detail::cufile_error_description(                    \
+                                      kvikio_cufile_result_.err, kvikio_cufile_result_.cu_err) + \
+                                    " in " #call};                                               \
+    }                                                                                            \
   } while (0)
 
 /**
@@ -147,16 +146,14 @@ std::string cufile_error_description(int cufile_err, CUresult cu_err) noexcept;
  *
  * An optional second argument adds context to the message (for example the path).
  */
-#define KVIKIO_SYSCALL_CHECK(...)                     \
-  KVIKIO_DETAIL_PICK3(__VA_ARGS__,                    \
-                      ,                               \
-                      KVIKIO_DETAIL_SYSCALL_CHECK_2,  \
-                      KVIKIO_DETAIL_SYSCALL_CHECK_1)(__VA_ARGS__)
+#define KVIKIO_SYSCALL_CHECK(...)                                                                  \
+  KVIKIO_DETAIL_PICK3(__VA_ARGS__, , KVIKIO_DETAIL_SYSCALL_CHECK_2, KVIKIO_DETAIL_SYSCALL_CHECK_1) \
+  (__VA_ARGS__)
 #define KVIKIO_DETAIL_SYSCALL_CHECK_1(return_value) \
   KVIKIO_DETAIL_SYSCALL_CHECK_2(return_value, std::string{})
-#define KVIKIO_DETAIL_SYSCALL_CHECK_2(return_value, msg)                          \
-  do {                                                                            \
-    if ((return_value) == -1) {                                                   \
-      kvikio::detail::throw_system_error(errno, __FILE__, __LINE__, (msg));       \
-    }                                                                             \
+#define KVIKIO_DETAIL_SYSCALL_CHECK_2(return_value, msg)                    \
+  do {                                                                      \
+    if ((return_value) == -1) {                                             \
+      kvikio::detail::throw_system_error(errno, __FILE__, __LINE__, (msg)); \
+    }                                                                       \
   } while (0)

@@ -94,11 +94,14 @@ Settings Settings::from_environment()
     s.remote_io_max_concurrent_requests =
       parse_unsigned("KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS", *text, 1, u64_max);
   }
-  read_env(s.event_pool_max_per_context, "KVIKIO_EVENT_POOL_MAX_PER_CONTEXT", unsigned_in(0, u64_max));
+  read_env(
+    s.event_pool_max_per_context, "KVIKIO_EVENT_POOL_MAX_PER_CONTEXT", unsigned_in(0, u64_max));
   read_env(s.ipc_export_cache_size, "KVIKIO_IPC_EXPORT_CACHE_SIZE", unsigned_in(0, u64_max));
   read_env(s.ipc_open_cache_size, "KVIKIO_IPC_OPEN_CACHE_SIZE", unsigned_in(0, u64_max));
   // The logger keeps its own level; it is validated here so a typo is an error, not a silence.
-  if (auto level = getenv_trimmed("KVIKIO_LOG_LEVEL")) { parse_log_level("KVIKIO_LOG_LEVEL", *level); }
+  if (auto level = getenv_trimmed("KVIKIO_LOG_LEVEL")) {
+    parse_log_level("KVIKIO_LOG_LEVEL", *level);
+  }
   return s;
 }
 
@@ -175,8 +178,8 @@ T getenv_or(std::string_view env_var_name, T default_val)
 }
 
 template <typename T>
-std::tuple<std::string_view, T, bool> getenv_or(std::initializer_list<std::string_view> env_var_names,
-                                                T default_val)
+std::tuple<std::string_view, T, bool> getenv_or(
+  std::initializer_list<std::string_view> env_var_names, T default_val)
 {
   auto found = detail::getenv_aliases<T>(
     env_var_names, [](std::string_view name, std::string_view) { return getenv_or<T>(name, T{}); });
@@ -184,9 +187,9 @@ std::tuple<std::string_view, T, bool> getenv_or(std::initializer_list<std::strin
   return {found->first, std::move(found->second), true};
 }
 
-#define KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(T)                                      \
-  template T getenv_or<T>(std::string_view, T);                                     \
-  template std::tuple<std::string_view, T, bool> getenv_or<T>(                      \
+#define KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(T)                 \
+  template T getenv_or<T>(std::string_view, T);                \
+  template std::tuple<std::string_view, T, bool> getenv_or<T>( \
     std::initializer_list<std::string_view>, T);
 KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(bool)
 KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(int)
@@ -312,9 +315,9 @@ void defaults::set_remote_backend(RemoteBackendType remote_backend)
 {
   if (remote_backend != RemoteBackendType::LIBCURL_EASY &&
       remote_backend != RemoteBackendType::LIBCURL_MULTI_POLL) {
-    throw std::invalid_argument("defaults::set_remote_backend(" +
-                                std::to_string(static_cast<int>(remote_backend)) +
-                                "): expected RemoteBackendType::LIBCURL_EASY or LIBCURL_MULTI_POLL");
+    throw std::invalid_argument(
+      "defaults::set_remote_backend(" + std::to_string(static_cast<int>(remote_backend)) +
+      "): expected RemoteBackendType::LIBCURL_EASY or LIBCURL_MULTI_POLL");
   }
   set<&Settings::remote_backend>(remote_backend);
 }

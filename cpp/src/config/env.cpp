@@ -16,8 +16,12 @@ namespace {
 std::string_view trim(std::string_view s) noexcept
 {
   auto is_space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-  while (!s.empty() && is_space(s.front())) { s.remove_prefix(1); }
-  while (!s.empty() && is_space(s.back())) { s.remove_suffix(1); }
+  while (!s.empty() && is_space(s.front())) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && is_space(s.back())) {
+    s.remove_suffix(1);
+  }
   return s;
 }
 
@@ -62,7 +66,8 @@ std::uint64_t parse_unsigned(std::string_view name,
   bool const parsed    = !text.empty() && ec == std::errc{} && end == text.data() + text.size();
   if (!parsed || result < min || result > max) {
     std::string expected = "an integer in [" + std::to_string(min) + ", ";
-    expected += max == std::numeric_limits<std::uint64_t>::max() ? "2^64)" : std::to_string(max) + "]";
+    expected +=
+      max == std::numeric_limits<std::uint64_t>::max() ? "2^64)" : std::to_string(max) + "]";
     invalid(name, value, expected);
   }
   return result;

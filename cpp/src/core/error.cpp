@@ -14,7 +14,8 @@ namespace kvikio {
 
 GenericSystemError::GenericSystemError(std::string const& msg) : GenericSystemError(errno, msg) {}
 
-GenericSystemError::GenericSystemError(char const* msg) : GenericSystemError(errno, std::string{msg})
+GenericSystemError::GenericSystemError(char const* msg)
+  : GenericSystemError(errno, std::string{msg})
 {
 }
 

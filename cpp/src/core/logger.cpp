@@ -26,8 +26,8 @@ constexpr std::array<std::string_view, 6> level_names{
 std::string timestamp()
 {
   using namespace std::chrono;
-  auto const now    = system_clock::now();
-  auto const millis = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+  auto const now            = system_clock::now();
+  auto const millis         = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
   std::time_t const seconds = system_clock::to_time_t(now);
   std::tm utc{};
   ::gmtime_r(&seconds, &utc);

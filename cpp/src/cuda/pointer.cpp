@@ -22,14 +22,14 @@ bool is_host_memory(void const* ptr)
 int get_device_ordinal_from_pointer(CUdeviceptr dev_ptr)
 {
   int ordinal{};
-  KVIKIO_CUDA_DRIVER_TRY(
-    cudaAPI::instance().PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, dev_ptr));
+  KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().PointerGetAttribute(
+    &ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, dev_ptr));
   return ordinal;
 }
 
 std::tuple<void*, std::size_t, std::size_t> get_alloc_info(void const* devPtr, CUcontext* ctx)
 {
-  auto const dev_ptr = convert_void2deviceptr(devPtr);
+  auto const dev_ptr      = convert_void2deviceptr(devPtr);
   CUcontext const context = ctx != nullptr ? *ctx : get_context_from_pointer(devPtr);
   PushAndPopContext const guard{context};
   CUdeviceptr base{};

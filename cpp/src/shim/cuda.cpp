@@ -50,7 +50,8 @@ struct CudaDriverLoader {
         // cuGetErrorName works before a successful cuInit.
         char const* err_name = nullptr;
         table->GetErrorName(init, &err_name);
-        unavailable_reason = "the CUDA driver (" + name + ") failed to initialise: cuInit(0) returned " +
+        unavailable_reason = "the CUDA driver (" + name +
+                             ") failed to initialise: cuInit(0) returned " +
                              (err_name != nullptr ? err_name : std::to_string(init));
         return;
       }

@@ -48,7 +48,9 @@ struct CuFileLoader {
 cuFileAPI& cuFileAPI::instance()
 {
   auto const& loader = CuFileLoader::get();
-  if (!loader.api) { throw CUfileException{"KvikIO: cuFile is not available: " + loader.unavailable_reason}; }
+  if (!loader.api) {
+    throw CUfileException{"KvikIO: cuFile is not available: " + loader.unavailable_reason};
+  }
   return *loader.api;
 }
 

@@ -68,12 +68,12 @@ std::string concat(Args const&... args)
 
 }  // namespace kvikio::detail
 
-#define KVIKIO_DETAIL_LOG(level, ...)                                                     \
-  do {                                                                                    \
-    auto& kvikio_logger_ = kvikio::detail::Logger::instance();                            \
-    if (kvikio_logger_.enabled(level)) {                                                  \
-      kvikio_logger_.write(level, kvikio::detail::concat(__VA_ARGS__));                   \
-    }                                                                                     \
+#define KVIKIO_DETAIL_LOG(level, ...)                                   \
+  do {                                                                  \
+    auto& kvikio_logger_ = kvikio::detail::Logger::instance();          \
+    if (kvikio_logger_.enabled(level)) {                                \
+      kvikio_logger_.write(level, kvikio::detail::concat(__VA_ARGS__)); \
+    }                                                                   \
   } while (0)
 
 #define KVIKIO_LOG_TRACE(...) KVIKIO_DETAIL_LOG(kvikio::detail::LogLevel::trace, __VA_ARGS__)

@@ -28,6 +28,9 @@ struct libkvikio_domain {
 #define KVIKIO_DETAIL_NVTX_CONCAT(a, b) KVIKIO_DETAIL_NVTX_CONCAT_IMPL(a, b)
 
 /// @brief A range named `message` (a string literal or `std::string`), for the enclosing scope.
-#define KVIKIO_NVTX_SCOPED_RANGE(message)                  \
-  nvtx3::scoped_range_in<kvikio::libkvikio_domain> const \
-    KVIKIO_DETAIL_NVTX_CONCAT(kvikio_nvtx_range_, __LINE__){message}
+#define KVIKIO_NVTX_SCOPED_RANGE(message)                                           \
+  nvtx3::scoped_range_in<kvikio::libkvikio_domain> const KVIKIO_DETAIL_NVTX_CONCAT( \
+    kvikio_nvtx_range_, __LINE__)                                                   \
+  {                                                                                 \
+    message                                                                         \
+  }

@@ -26,27 +26,27 @@ namespace kvikio {
  * (`cuMemAlloc` is `cuMemAlloc_v2`); the symbol looked up is that versioned name. This list is
  * also what the driver simulator (cpp/tests/cudasim) must implement.
  */
-#define KVIKIO_CUDA_DRIVER_ENTRY_POINTS(X)            \
-  X(GetErrorName, cuGetErrorName)                     \
-  X(GetErrorString, cuGetErrorString)                 \
-  X(Init, cuInit)                                     \
-  X(DriverGetVersion, cuDriverGetVersion)             \
-  X(DeviceGetCount, cuDeviceGetCount)                 \
-  X(DeviceGet, cuDeviceGet)                           \
-  X(DeviceGetName, cuDeviceGetName)                   \
-  X(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain) \
+#define KVIKIO_CUDA_DRIVER_ENTRY_POINTS(X)              \
+  X(GetErrorName, cuGetErrorName)                       \
+  X(GetErrorString, cuGetErrorString)                   \
+  X(Init, cuInit)                                       \
+  X(DriverGetVersion, cuDriverGetVersion)               \
+  X(DeviceGetCount, cuDeviceGetCount)                   \
+  X(DeviceGet, cuDeviceGet)                             \
+  X(DeviceGetName, cuDeviceGetName)                     \
+  X(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain)   \
   X(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease) \
-  X(CtxPushCurrent, cuCtxPushCurrent)                 \
-  X(CtxPopCurrent, cuCtxPopCurrent)                   \
-  X(CtxGetCurrent, cuCtxGetCurrent)                   \
-  X(PointerGetAttribute, cuPointerGetAttribute)       \
-  X(PointerGetAttributes, cuPointerGetAttributes)     \
-  X(MemGetAddressRange, cuMemGetAddressRange)         \
-  X(MemAlloc, cuMemAlloc)                             \
-  X(MemFree, cuMemFree)                               \
-  X(MemHostAlloc, cuMemHostAlloc)                     \
-  X(MemFreeHost, cuMemFreeHost)                       \
-  X(MemcpyHtoD, cuMemcpyHtoD)                         \
+  X(CtxPushCurrent, cuCtxPushCurrent)                   \
+  X(CtxPopCurrent, cuCtxPopCurrent)                     \
+  X(CtxGetCurrent, cuCtxGetCurrent)                     \
+  X(PointerGetAttribute, cuPointerGetAttribute)         \
+  X(PointerGetAttributes, cuPointerGetAttributes)       \
+  X(MemGetAddressRange, cuMemGetAddressRange)           \
+  X(MemAlloc, cuMemAlloc)                               \
+  X(MemFree, cuMemFree)                                 \
+  X(MemHostAlloc, cuMemHostAlloc)                       \
+  X(MemFreeHost, cuMemFreeHost)                         \
+  X(MemcpyHtoD, cuMemcpyHtoD)                           \
   X(MemcpyDtoH, cuMemcpyDtoH)
 
 /**

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# The one entry point for building and testing KvikIO.
+#
+#   ./build.sh          install dependencies (ci/install-deps.sh) and build (Release)
+#   ./build.sh test     ... and run everything: format check, the Release suite, the installed
+#                       CMake package used by cpp/examples/downstream, then the suite again under
+#                       AddressSanitizer+UndefinedBehaviorSanitizer and under ThreadSanitizer
+#   ./build.sh demo     ... and run the demo, cpp/examples/basic_io
+#   ./build.sh clean    remove the build folders
+#
+# Environment: JOBS (parallel jobs, default nproc), BUILD_ROOT (default ./build).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+command=${1:-build}
+JOBS=${JOBS:-$(nproc)}
+BUILD_ROOT=${BUILD_ROOT:-$PWD/build}
+
+step() { printf '\n=== %s ===\n' "$*"; }
+
+# configure_and_build <name> [cmake arguments...]: a build folder per configuration.
+configure_and_build() {
+  local name=$1
+  shift
+  cmake -S . -B "$BUILD_ROOT/$name" -G Ninja -DKvikIO_WARNINGS_AS_ERRORS=ON "$@" >/dev/null
+  cmake --build "$BUILD_ROOT/$name" -j "$JOBS"
+}
+
+# run_suite <name> [VAR=value...]: ctest in that build folder; any failure or sanitizer report fails.
+run_suite() {
+  local name=$1
+  shift
+  env "$@" ctest --test-dir "$BUILD_ROOT/$name" -j "$JOBS" --output-on-failure --no-tests=error \
+    --timeout 300
+}
+
+build_release() {
+  step "Release build"
+  configure_and_build release -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_INSTALL_PREFIX="$BUILD_ROOT/install"
+}
+
+format_check() {
+  step "Format check (clang-format)"
+  git ls-files -z --cached --others --exclude-standard -- '*.cpp' '*.hpp' \
+    | xargs -0 -r clang-format --dry-run --Werror
+  echo "formatting is clean"
+}
+
+downstream_check() {
+  step "Installed package used by cpp/examples/downstream"
+  cmake --install "$BUILD_ROOT/release" >/dev/null
+  cmake -S cpp/examples/downstream -B "$BUILD_ROOT/downstream" -G Ninja \
+    -DCMAKE_PREFIX_PATH="$BUILD_ROOT/install" >/dev/null
+  cmake --build "$BUILD_ROOT/downstream" -j "$JOBS"
+  "$BUILD_ROOT/downstream/downstream"
+}
+
+sanitizer_suites() {
+  local asan="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+  step "AddressSanitizer + UndefinedBehaviorSanitizer build"
+  configure_and_build asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="$asan" \
+    -DCMAKE_EXE_LINKER_FLAGS="$asan" -DCMAKE_SHARED_LINKER_FLAGS="$asan"
+  step "ThreadSanitizer build"
+  configure_and_build tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS=-fsanitize=thread \
+    -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread
+  step "Suite under AddressSanitizer + UndefinedBehaviorSanitizer"
+  run_suite asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:check_initialization_order=1 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+  step "Suite under ThreadSanitizer"
+  run_suite tsan TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+}
+
+case "$command" in
+  build)
+    ci/install-deps.sh
+    build_release
+    ;;
+  test)
+    ci/install-deps.sh
+    format_check
+    build_release
+    downstream_check
+    step "Suite (Release)"
+    run_suite release
+    sanitizer_suites
+    ;;
+  demo)
+    ci/install-deps.sh
+    build_release
+    step "Demo: cpp/examples/basic_io"
+    "$BUILD_ROOT/release/cpp/examples/basic_io"
+    ;;
+  clean)
+    rm -rf "$BUILD_ROOT"
+    ;;
+  *)
+    echo "usage: ./build.sh [build|test|demo|clean]" >&2
+    exit 2
+    ;;
+esac

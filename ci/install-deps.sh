@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Installs what building and testing KvikIO needs, from Debian's packages. Idempotent: when
+# everything is present it changes nothing and needs no network. dependencies.yaml lists each
+# package with its purpose; keep the two in step.
+set -euo pipefail
+
+packages=(
+  g++                   # C++20 compiler
+  cmake                 # build system (>= 3.25)
+  ninja-build           # build tool
+  libgtest-dev          # GoogleTest, the C++ test framework
+  libcurl4-openssl-dev  # libcurl, the HTTP/S3 client of remote I/O
+  clang-format          # the formatting check of ./build.sh test
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The CUDA toolkit is not a Debian package here: its headers (cuda.h, nvtx3) must already be
+# installed. The driver is not needed to build: libkvikio loads it at run time.
+cuda_root=${CUDAToolkit_ROOT:-${CUDA_HOME:-/usr/local/cuda}}
+if [[ ! -f "$cuda_root/include/cuda.h" || ! -d "$cuda_root/include/nvtx3" ]]; then
+  echo "install-deps: the CUDA toolkit headers were not found under $cuda_root/include" >&2
+  echo "  (cuda.h and nvtx3/). Install the CUDA toolkit or set CUDAToolkit_ROOT." >&2
+  exit 1
+fi
