@@ -151,6 +151,17 @@ void expect_positive(char const* setter, T value)
   }
 }
 
+// An enum argument must be one of the named values (a cast integer may be anything).
+template <typename E>
+void expect_one_of(char const* setter, E value, std::initializer_list<E> valid, char const* names)
+{
+  for (E v : valid) {
+    if (v == value) { return; }
+  }
+  throw std::invalid_argument(std::string{"defaults::"} + setter + "(" +
+                              std::to_string(static_cast<int>(value)) + "): expected " + names);
+}
+
 }  // namespace
 
 template <typename T>
@@ -205,12 +216,10 @@ using detail::Settings;
 CompatMode defaults::compat_mode() { return get<&Settings::compat_mode>(); }
 void defaults::set_compat_mode(CompatMode compat_mode)
 {
-  if (compat_mode != CompatMode::OFF && compat_mode != CompatMode::ON &&
-      compat_mode != CompatMode::AUTO) {
-    throw std::invalid_argument("defaults::set_compat_mode(" +
-                                std::to_string(static_cast<int>(compat_mode)) +
-                                "): expected CompatMode::OFF, ON or AUTO");
-  }
+  expect_one_of("set_compat_mode",
+                compat_mode,
+                {CompatMode::OFF, CompatMode::ON, CompatMode::AUTO},
+                "CompatMode::OFF, ON or AUTO");
   set<&Settings::compat_mode>(compat_mode);
 }
 
@@ -302,11 +311,10 @@ void defaults::set_thread_pool_per_block_device(bool flag)
 LocalIOBackend defaults::local_io_backend() { return get<&Settings::local_io_backend>(); }
 void defaults::set_local_io_backend(LocalIOBackend backend)
 {
-  if (backend != LocalIOBackend::POSIX && backend != LocalIOBackend::IO_URING) {
-    throw std::invalid_argument("defaults::set_local_io_backend(" +
-                                std::to_string(static_cast<int>(backend)) +
-                                "): expected LocalIOBackend::POSIX or IO_URING");
-  }
+  expect_one_of("set_local_io_backend",
+                backend,
+                {LocalIOBackend::POSIX, LocalIOBackend::IO_URING},
+                "LocalIOBackend::POSIX or IO_URING");
   set<&Settings::local_io_backend>(backend);
 }
 
