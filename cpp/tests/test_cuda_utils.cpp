@@ -15,7 +15,11 @@
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
 
+#include "common/device.hpp"
+
 using kvikio::cudaAPI;
+using kvikio::test::DeviceBuffer;
+using kvikio::test::OnDevice;
 
 namespace {
 
@@ -26,40 +30,6 @@ TEST(CudaUtils, PageableHostMemoryIsHostMemory)
   EXPECT_TRUE(kvikio::is_host_memory(heap.data()));
   EXPECT_TRUE(kvikio::is_host_memory(&stack_value));
 }
-
-// A device with its primary context current, or a skip that says why there is none.
-class OnDevice : public ::testing::Test {
- protected:
-  void SetUp() override
-  {
-    if (!kvikio::is_cuda_available()) {
-      GTEST_SKIP() << "no CUDA device: " << kvikio::detail::cuda_unavailable_reason();
-    }
-    int count = 0;
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().DeviceGetCount(&count));
-    if (count == 0) { GTEST_SKIP() << "no CUDA device: the driver reports 0 devices"; }
-    ctx_ = kvikio::get_primary_cuda_context(0);
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxPushCurrent(ctx_));
-  }
-  void TearDown() override
-  {
-    if (ctx_ != nullptr) {
-      CUcontext popped{};
-      EXPECT_EQ(cudaAPI::instance().CtxPopCurrent(&popped), CUDA_SUCCESS);
-    }
-  }
-  CUcontext ctx_{};
-};
-
-struct DeviceBuffer {
-  CUdeviceptr ptr{};
-  explicit DeviceBuffer(std::size_t nbytes)
-  {
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().MemAlloc(&ptr, nbytes));
-  }
-  ~DeviceBuffer() { EXPECT_EQ(cudaAPI::instance().MemFree(ptr), CUDA_SUCCESS); }
-  [[nodiscard]] void* get() const { return reinterpret_cast<void*>(ptr); }
-};
 
 TEST_F(OnDevice, DeviceMemoryIsNotHostMemory)
 {

@@ -45,6 +45,10 @@ struct CudaDriverLoader {
   lib.resolve(table->member, KVIKIO_DETAIL_STRINGIFY(function));
       KVIKIO_CUDA_DRIVER_ENTRY_POINTS(KVIKIO_DETAIL_RESOLVE_ENTRY)
 #undef KVIKIO_DETAIL_RESOLVE_ENTRY
+#define KVIKIO_DETAIL_RESOLVE_OPTIONAL_ENTRY(member, function) \
+  table->member = lib.find<decltype(table->member)>(KVIKIO_DETAIL_STRINGIFY(function));
+      KVIKIO_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(KVIKIO_DETAIL_RESOLVE_OPTIONAL_ENTRY)
+#undef KVIKIO_DETAIL_RESOLVE_OPTIONAL_ENTRY
       CUresult const init = table->Init(0);
       if (init != CUDA_SUCCESS) {
         // cuGetErrorName works before a successful cuInit.

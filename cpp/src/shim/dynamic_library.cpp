@@ -31,4 +31,9 @@ void* DynamicLibrary::lookup(char const* symbol) const
   return address;
 }
 
+void* DynamicLibrary::try_lookup(char const* symbol) const noexcept
+{
+  return ::dlsym(handle_, symbol);
+}
+
 }  // namespace kvikio::detail

@@ -31,10 +31,18 @@ class DynamicLibrary {
     function = reinterpret_cast<F>(lookup(symbol));
   }
 
+  /// @brief The address of `symbol` as an `F`, or null if the library lacks it.
+  template <typename F>
+  [[nodiscard]] F find(char const* symbol) const noexcept
+  {
+    return reinterpret_cast<F>(try_lookup(symbol));
+  }
+
   [[nodiscard]] std::string const& name() const noexcept { return name_; }
 
  private:
   [[nodiscard]] void* lookup(char const* symbol) const;
+  [[nodiscard]] void* try_lookup(char const* symbol) const noexcept;
 
   std::string name_;
   void* handle_{nullptr};

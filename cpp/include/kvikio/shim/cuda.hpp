@@ -24,7 +24,7 @@ namespace kvikio {
  *
  * The driver function is spelled as in `cuda.h`, whose macros select the current ABI version
  * (`cuMemAlloc` is `cuMemAlloc_v2`); the symbol looked up is that versioned name. This list is
- * also what the driver simulator (cpp/tests/cudasim) must implement.
+ * also what the driver simulator (cpp/tests/cudasim) must implement; its build fails otherwise.
  */
 #define KVIKIO_CUDA_DRIVER_ENTRY_POINTS(X)              \
   X(GetErrorName, cuGetErrorName)                       \
@@ -34,11 +34,18 @@ namespace kvikio {
   X(DeviceGetCount, cuDeviceGetCount)                   \
   X(DeviceGet, cuDeviceGet)                             \
   X(DeviceGetName, cuDeviceGetName)                     \
+  X(DeviceGetAttribute, cuDeviceGetAttribute)           \
+  X(DeviceGetUuid, cuDeviceGetUuid)                     \
   X(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain)   \
   X(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease) \
+  X(CtxCreate, cuCtxCreate)                             \
+  X(CtxDestroy, cuCtxDestroy)                           \
   X(CtxPushCurrent, cuCtxPushCurrent)                   \
   X(CtxPopCurrent, cuCtxPopCurrent)                     \
   X(CtxGetCurrent, cuCtxGetCurrent)                     \
+  X(CtxSetCurrent, cuCtxSetCurrent)                     \
+  X(CtxGetDevice, cuCtxGetDevice)                       \
+  X(CtxSynchronize, cuCtxSynchronize)                   \
   X(PointerGetAttribute, cuPointerGetAttribute)         \
   X(PointerGetAttributes, cuPointerGetAttributes)       \
   X(MemGetAddressRange, cuMemGetAddressRange)           \
@@ -46,8 +53,42 @@ namespace kvikio {
   X(MemFree, cuMemFree)                                 \
   X(MemHostAlloc, cuMemHostAlloc)                       \
   X(MemFreeHost, cuMemFreeHost)                         \
+  X(MemHostRegister, cuMemHostRegister)                 \
+  X(MemHostUnregister, cuMemHostUnregister)             \
+  X(MemHostGetDevicePointer, cuMemHostGetDevicePointer) \
   X(MemcpyHtoD, cuMemcpyHtoD)                           \
-  X(MemcpyDtoH, cuMemcpyDtoH)
+  X(MemcpyDtoH, cuMemcpyDtoH)                           \
+  X(MemcpyDtoD, cuMemcpyDtoD)                           \
+  X(MemcpyHtoDAsync, cuMemcpyHtoDAsync)                 \
+  X(MemcpyDtoHAsync, cuMemcpyDtoHAsync)                 \
+  X(MemcpyDtoDAsync, cuMemcpyDtoDAsync)                 \
+  X(MemsetD8, cuMemsetD8)                               \
+  X(MemsetD8Async, cuMemsetD8Async)                     \
+  X(StreamCreate, cuStreamCreate)                       \
+  X(StreamDestroy, cuStreamDestroy)                     \
+  X(StreamSynchronize, cuStreamSynchronize)             \
+  X(StreamQuery, cuStreamQuery)                         \
+  X(StreamWaitEvent, cuStreamWaitEvent)                 \
+  X(StreamWaitValue32, cuStreamWaitValue32)             \
+  X(StreamWriteValue32, cuStreamWriteValue32)           \
+  X(LaunchHostFunc, cuLaunchHostFunc)                   \
+  X(EventCreate, cuEventCreate)                         \
+  X(EventDestroy, cuEventDestroy)                       \
+  X(EventRecord, cuEventRecord)                         \
+  X(EventQuery, cuEventQuery)                           \
+  X(EventSynchronize, cuEventSynchronize)               \
+  X(EventElapsedTime, cuEventElapsedTime)               \
+  X(IpcGetMemHandle, cuIpcGetMemHandle)                 \
+  X(IpcOpenMemHandle, cuIpcOpenMemHandle)               \
+  X(IpcCloseMemHandle, cuIpcCloseMemHandle)             \
+  X(IpcGetEventHandle, cuIpcGetEventHandle)             \
+  X(IpcOpenEventHandle, cuIpcOpenEventHandle)
+
+/**
+ * @brief Entry points of newer drivers: X(member name, driver function). They are null when the
+ * loaded driver lacks them; callers check before use.
+ */
+#define KVIKIO_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(X) X(MemcpyBatchAsync, cuMemcpyBatchAsync)
 
 /**
  * @brief Table of CUDA driver functions, resolved once from `libcuda.so.1`.
@@ -58,6 +99,7 @@ class cudaAPI {
  public:
 #define KVIKIO_DETAIL_DECLARE_ENTRY(member, function) decltype(&::function) member{nullptr};
   KVIKIO_CUDA_DRIVER_ENTRY_POINTS(KVIKIO_DETAIL_DECLARE_ENTRY)
+  KVIKIO_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(KVIKIO_DETAIL_DECLARE_ENTRY)
 #undef KVIKIO_DETAIL_DECLARE_ENTRY
 
   /**
