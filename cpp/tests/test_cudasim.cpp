@@ -636,17 +636,26 @@ int run_child(char const* test,
               std::string const& event_handle,
               int signal_fd)
 {
-  pid_t const pid = ::fork();
+  // Everything is prepared before fork(): between fork and exec a child of a multithreaded
+  // process may only make async-signal-safe calls (no malloc, no setenv).
+  std::vector<std::string> env_strings{"KVIKIO_TEST_IPC_MEM=" + mem_handle,
+                                       "KVIKIO_TEST_IPC_EVENT=" + event_handle,
+                                       "KVIKIO_TEST_IPC_SIGNAL_FD=" + std::to_string(signal_fd)};
+  std::vector<char*> envp;
+  for (auto& e : env_strings) {
+    envp.push_back(e.data());
+  }
+  for (char** e = environ; *e != nullptr; ++e) {
+    envp.push_back(*e);
+  }
+  envp.push_back(nullptr);
+  std::string filter   = std::string{"--gtest_filter=*"} + test;
+  std::string disabled = "--gtest_also_run_disabled_tests";
+  std::string name     = "child";
+  char* argv[]         = {name.data(), filter.data(), disabled.data(), nullptr};
+  pid_t const pid      = ::fork();
   if (pid == 0) {
-    ::setenv("KVIKIO_TEST_IPC_MEM", mem_handle.c_str(), 1);
-    ::setenv("KVIKIO_TEST_IPC_EVENT", event_handle.c_str(), 1);
-    ::setenv("KVIKIO_TEST_IPC_SIGNAL_FD", std::to_string(signal_fd).c_str(), 1);
-    std::string const filter = std::string{"--gtest_filter=*"} + test;
-    ::execl("/proc/self/exe",
-            "child",
-            filter.c_str(),
-            "--gtest_also_run_disabled_tests",
-            static_cast<char*>(nullptr));
+    ::execve("/proc/self/exe", argv, envp.data());
     ::_exit(127);
   }
   int status = 0;

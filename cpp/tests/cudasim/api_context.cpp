@@ -195,6 +195,7 @@ CUresult CUDAAPI cuCtxDestroy(CUcontext ctx)
     streams.assign(ctx->streams.begin(), ctx->streams.end());
     for (auto* s : streams) {
       sim.streams.erase(s);
+      sim.draining_streams.insert(s);
     }
     for (auto it = sim.events.begin(); it != sim.events.end();) {
       it = (*it)->ctx == ctx ? (delete *it, sim.events.erase(it)) : std::next(it);
@@ -209,13 +210,13 @@ CUresult CUDAAPI cuCtxDestroy(CUcontext ctx)
       }
     }
     sim.contexts.erase(ctx);
+    sim.destroyed_contexts.insert(ctx);
     auto& stack = Simulator::context_stack();
     if (!stack.empty() && stack.back() == ctx) { stack.pop_back(); }
   }
   for (auto* s : streams) {
     cudasim::destroy_stream(s);
   }
-  // The context object itself is kept: a stale handle must stay distinguishable from a new one.
   return CUDA_SUCCESS;
 }
 

@@ -116,6 +116,7 @@ CUresult CUDAAPI cuStreamDestroy(CUstream hStream)
       sim.misuse("cuStreamDestroy", "stream destroyed with pending work", CUDA_SUCCESS);
     }
     sim.streams.erase(hStream);
+    sim.draining_streams.insert(hStream);
     hStream->ctx->streams.erase(hStream);
   }
   cudasim::destroy_stream(hStream);

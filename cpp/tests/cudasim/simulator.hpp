@@ -142,7 +142,9 @@ class Simulator {
   std::mutex mutex;  // guards everything below and every context, allocation and registry
   std::vector<CUctx_st*> primary;  // one per device, created on first retain
   std::set<CUctx_st*> contexts;
+  std::set<CUctx_st*> destroyed_contexts;  // kept so a stale handle never matches a new context
   std::set<CUstream_st*> streams;
+  std::set<CUstream_st*> draining_streams;  // destroyed, still finishing their work
   std::set<CUevent_st*> events;
   std::map<std::uintptr_t, Allocation> allocations;  // by base address
   std::uint64_t next_buffer_id{1};
@@ -187,7 +189,8 @@ std::uint64_t enqueue(CUstream_st* stream, Operation op);
 void wait_for(CUstream_st* stream, std::uint64_t seq);
 /// Blocks until every stream of `ctx` (all contexts if null) is idle.
 void synchronize_streams(CUctx_st* ctx);
-/// Stops a stream's worker after its queue drains and frees it. Caller must not hold mutex.
+/// Stops a stream's worker after its queue drains and frees it. The caller has moved it from
+/// `streams` to `draining_streams` (under mutex) and must not hold mutex now.
 void destroy_stream(CUstream_st* stream);
 
 /// Event state in a shared-memory file, for interprocess events (api_ipc.cpp).

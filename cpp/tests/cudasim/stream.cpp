@@ -48,6 +48,10 @@ void run_worker(CUstream_st* stream)
   }
   // Destroyed streams are freed by their worker once their work is done (cuStreamDestroy
   // returns at once, as the driver's does).
+  {
+    std::lock_guard const lock{sim.mutex};
+    sim.draining_streams.erase(stream);
+  }
   delete stream;
 }
 
@@ -138,8 +142,11 @@ void synchronize_streams(CUctx_st* ctx)
   std::vector<std::pair<std::shared_ptr<Progress>, std::uint64_t>> targets;
   {
     std::lock_guard const lock{sim.mutex};
-    for (auto* s : sim.streams) {
-      if (ctx == nullptr || s->ctx == ctx) { targets.emplace_back(s->progress, s->enqueued); }
+    // Destroyed streams still finishing their work count: freeing memory waits for them too.
+    for (auto const* set : {&sim.streams, &sim.draining_streams}) {
+      for (auto* s : *set) {
+        if (ctx == nullptr || s->ctx == ctx) { targets.emplace_back(s->progress, s->enqueued); }
+      }
     }
   }
   for (auto const& [progress, seq] : targets) {
