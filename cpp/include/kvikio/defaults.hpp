@@ -106,6 +106,12 @@ class defaults {
   /// @brief Requested compat mode (`KVIKIO_COMPAT_MODE`, default AUTO).
   [[nodiscard]] static CompatMode compat_mode();
   static void set_compat_mode(CompatMode compat_mode);
+  /// @brief `compat_mode` with AUTO resolved: ON unless cuFile is usable in this process.
+  [[nodiscard]] static CompatMode infer_compat_mode_if_auto(CompatMode compat_mode) noexcept;
+  /// @brief Whether `compat_mode` (AUTO resolved) means POSIX I/O.
+  [[nodiscard]] static bool is_compat_mode_preferred(CompatMode compat_mode) noexcept;
+  /// @brief Whether the current compat mode setting (AUTO resolved) means POSIX I/O.
+  [[nodiscard]] static bool is_compat_mode_preferred();
 
   /// @brief The global thread pool, sized by `KVIKIO_NTHREADS`.
   [[nodiscard]] static ThreadPool& thread_pool();

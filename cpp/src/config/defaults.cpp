@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <kvikio/cufile/driver.hpp>
 #include <kvikio/detail/logger.hpp>
 
 namespace kvikio {
@@ -222,6 +223,17 @@ void defaults::set_compat_mode(CompatMode compat_mode)
                 "CompatMode::OFF, ON or AUTO");
   set<&Settings::compat_mode>(compat_mode);
 }
+
+CompatMode defaults::infer_compat_mode_if_auto(CompatMode compat_mode) noexcept
+{
+  if (compat_mode != CompatMode::AUTO) { return compat_mode; }
+  return detail::is_cufile_usable() ? CompatMode::OFF : CompatMode::ON;
+}
+bool defaults::is_compat_mode_preferred(CompatMode compat_mode) noexcept
+{
+  return infer_compat_mode_if_auto(compat_mode) == CompatMode::ON;
+}
+bool defaults::is_compat_mode_preferred() { return is_compat_mode_preferred(compat_mode()); }
 
 ThreadPool& defaults::thread_pool() { return state().pool; }
 // The pool is the one source of truth for its size; Settings only seeds it.

@@ -8,6 +8,7 @@
  * @brief cuFile (GPUDirect Storage), loaded at run time from `libcufile.so.0` when present.
  */
 
+#include <cstddef>
 #include <string>
 
 #include <kvikio/shim/cufile_h_wrapper.hpp>
@@ -35,6 +36,40 @@ class cuFileAPI {
                    off_t buf_offset){};
   CUfileError_t (*BufRegister)(void const* buf_base, std::size_t length, int flags){nullptr};
   CUfileError_t (*BufDeregister)(void const* buf_base){nullptr};
+  CUfileError_t (*DriverGetProperties)(CUfileDrvProps_t* props){nullptr};
+
+  // Newer or optional parts of cuFile: null when the library lacks them.
+  CUfileError_t (*DriverSetPollMode)(bool poll, std::size_t poll_threshold_size){nullptr};
+  CUfileError_t (*DriverSetMaxCacheSize)(std::size_t max_cache_size){nullptr};
+  CUfileError_t (*DriverSetMaxPinnedMemSize)(std::size_t max_pinned_size){nullptr};
+  CUfileError_t (*ReadAsync)(CUfileHandle_t fh,
+                             void* buf_base,
+                             std::size_t* size_p,
+                             off_t* file_offset_p,
+                             off_t* buf_offset_p,
+                             ssize_t* bytes_read_p,
+                             CUstream stream){nullptr};
+  CUfileError_t (*WriteAsync)(CUfileHandle_t fh,
+                              void* buf_base,
+                              std::size_t* size_p,
+                              off_t* file_offset_p,
+                              off_t* buf_offset_p,
+                              ssize_t* bytes_written_p,
+                              CUstream stream){nullptr};
+  CUfileError_t (*StreamRegister)(CUstream stream, unsigned flags){nullptr};
+  CUfileError_t (*StreamDeregister)(CUstream stream){nullptr};
+  CUfileError_t (*BatchIOSetUp)(CUfileBatchHandle_t* batch, unsigned nr){nullptr};
+  CUfileError_t (*BatchIOSubmit)(CUfileBatchHandle_t batch,
+                                 unsigned nr,
+                                 CUfileIOParams_t* iocbp,
+                                 unsigned int flags){nullptr};
+  CUfileError_t (*BatchIOGetStatus)(CUfileBatchHandle_t batch,
+                                    unsigned min_nr,
+                                    unsigned* nr,
+                                    CUfileIOEvents_t* iocbp,
+                                    struct timespec* timeout){nullptr};
+  CUfileError_t (*BatchIOCancel)(CUfileBatchHandle_t batch){nullptr};
+  void (*BatchIODestroy)(CUfileBatchHandle_t batch){nullptr};
 
   /**
    * @brief The process-wide table.

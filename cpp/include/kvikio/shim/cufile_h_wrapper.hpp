@@ -13,6 +13,9 @@
  */
 
 #include <sys/types.h>
+#include <time.h>
+
+#include <cstddef>
 
 #include <cuda.h>
 
@@ -55,5 +58,63 @@ typedef struct CUfileDescr_t {  // NOLINT(modernize-use-using)
 } CUfileDescr_t;
 
 typedef void* CUfileHandle_t;  // NOLINT(modernize-use-using)
+
+/// @brief Driver properties (cuFileDriverGetProperties).
+typedef struct CUfileDrvProps {  // NOLINT(modernize-use-using)
+  struct {
+    unsigned int major_version;
+    unsigned int minor_version;
+    size_t poll_thresh_size;
+    size_t max_direct_io_size;
+    unsigned int dstatusflags;
+    unsigned int dcontrolflags;
+  } nvfs;
+  unsigned int fflags;
+  unsigned int max_device_cache_size;
+  unsigned int per_buffer_cache_size;
+  unsigned int max_device_pinned_mem_size;
+  unsigned int max_batch_io_size;
+  unsigned int max_batch_io_timeout_msecs;
+} CUfileDrvProps_t;
+
+/// @brief Bit numbers of CUfileDrvProps_t::nvfs::dcontrolflags.
+enum CUfileDriverControlFlags { CU_FILE_USE_POLL_MODE = 0, CU_FILE_ALLOW_COMPAT_MODE = 1 };
+
+typedef enum CUfileOpcode { CUFILE_READ = 0, CUFILE_WRITE = 1 } CUfileOpcode_t;  // NOLINT
+
+typedef enum CUFILEStatus_enum {  // NOLINT(modernize-use-using)
+  CUFILE_WAITING  = 0x000001,
+  CUFILE_PENDING  = 0x000002,
+  CUFILE_INVALID  = 0x000004,
+  CUFILE_CANCELED = 0x000008,
+  CUFILE_COMPLETE = 0x000010,
+  CUFILE_TIMEOUT  = 0x000020,
+  CUFILE_FAILED   = 0x000040,
+} CUfileStatus_t;
+
+typedef enum cufileBatchMode { CUFILE_BATCH = 1 } CUfileBatchMode_t;  // NOLINT
+
+typedef struct CUfileIOParams {  // NOLINT(modernize-use-using)
+  CUfileBatchMode_t mode;
+  union {
+    struct {
+      void* devPtr_base;
+      off_t file_offset;
+      off_t devPtr_offset;
+      size_t size;
+    } batch;
+  } u;
+  CUfileHandle_t fh;
+  CUfileOpcode_t opcode;
+  void* cookie;
+} CUfileIOParams_t;
+
+typedef struct CUfileIOEvents {  // NOLINT(modernize-use-using)
+  void* cookie;
+  CUfileStatus_t status;
+  size_t ret;  ///< bytes moved, or a negative error cast to size_t
+} CUfileIOEvents_t;
+
+typedef void* CUfileBatchHandle_t;  // NOLINT(modernize-use-using)
 
 }  // extern "C"

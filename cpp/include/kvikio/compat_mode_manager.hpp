@@ -1,0 +1,58 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file compat_mode_manager.hpp
+ * @brief How one FileHandle moves bytes: through cuFile or through POSIX (compat mode).
+ */
+
+#include <string>
+
+#include <kvikio/compat_mode.hpp>
+#include <kvikio/shim/cufile_h_wrapper.hpp>
+
+namespace kvikio {
+
+/**
+ * @brief Resolves the compat mode requested for one file, once, when it is opened.
+ *
+ * - `ON`: POSIX; cuFile is never touched.
+ * - `AUTO`: cuFile if it is usable and registers the file, else POSIX (the reason is logged).
+ * - `OFF`: cuFile, or an error saying why it cannot be used.
+ */
+class CompatModeManager {
+ public:
+  CompatModeManager() noexcept = default;
+
+  /**
+   * @brief Resolves `requested` for the open descriptor `fd` of `file_path`.
+   * @throws kvikio::CUfileException if `requested` is OFF and cuFile cannot serve the file.
+   */
+  CompatModeManager(std::string const& file_path, int fd, CompatMode requested);
+
+  ~CompatModeManager() noexcept;
+  CompatModeManager(CompatModeManager&& o) noexcept;
+  CompatModeManager& operator=(CompatModeManager&& o) noexcept;
+  CompatModeManager(CompatModeManager const&)            = delete;
+  CompatModeManager& operator=(CompatModeManager const&) = delete;
+
+  /// @brief Whether I/O goes through POSIX.
+  [[nodiscard]] bool is_compat_mode_preferred() const noexcept;
+  /// @brief Whether asynchronous I/O goes through POSIX (cuFile may lack its stream API).
+  [[nodiscard]] bool is_compat_mode_preferred_for_async() const noexcept;
+  /// @brief The mode asked for.
+  [[nodiscard]] CompatMode compat_mode_requested() const noexcept;
+  /// @brief The registered cuFile handle (null in compat mode).
+  [[nodiscard]] CUfileHandle_t cufile_handle() const noexcept;
+
+ private:
+  void release() noexcept;
+
+  CompatMode requested_{CompatMode::AUTO};
+  bool compat_{true};
+  CUfileHandle_t cufile_handle_{nullptr};
+};
+
+}  // namespace kvikio

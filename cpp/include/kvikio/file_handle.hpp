@@ -1,0 +1,183 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file file_handle.hpp
+ * @brief FileHandle: a local file read and written to and from host or device memory.
+ */
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <future>
+#include <string>
+
+#include <cuda.h>
+
+#include <kvikio/compat_mode.hpp>
+#include <kvikio/compat_mode_manager.hpp>
+#include <kvikio/defaults.hpp>
+#include <kvikio/stream.hpp>
+#include <kvikio/threadpool_wrapper.hpp>
+
+namespace kvikio {
+
+/**
+ * @brief An open file. Move-only; closes on destruction. Its I/O methods are safe to call from
+ * many threads at once.
+ *
+ * Two descriptors are opened: a buffered one, and one with O_DIRECT when the file system allows
+ * it (used for the page-aligned parts of transfers when the `auto_direct_io_*` settings say so).
+ */
+class FileHandle {
+ public:
+  /// @brief rw-r--r--
+  static constexpr mode_t m644 = S_IRUSR | S_IWUSR | S_IRGRP | S_IROTH;
+
+  /// @brief A closed handle.
+  FileHandle() noexcept;
+
+  /**
+   * @brief Opens `file_path`.
+   * @param flags "r" (read), "r+" (read/write), "w" (write; create, truncate), "w+" (read/write;
+   * create, truncate).
+   * @throws std::invalid_argument for any other flags.
+   * @throws kvikio::GenericSystemError if the file cannot be opened (with errno's text).
+   * @throws kvikio::CUfileException if `compat_mode` is OFF and cuFile cannot serve the file.
+   */
+  FileHandle(std::string const& file_path,
+             std::string const& flags = "r",
+             mode_t mode              = m644,
+             CompatMode compat_mode   = defaults::compat_mode());
+
+  FileHandle(FileHandle&& o) noexcept;
+  FileHandle& operator=(FileHandle&& o) noexcept;
+  FileHandle(FileHandle const&)            = delete;
+  FileHandle& operator=(FileHandle const&) = delete;
+  ~FileHandle() noexcept;
+
+  [[nodiscard]] bool closed() const noexcept;
+  void close() noexcept;
+
+  /// @brief The cuFile handle. @throws kvikio::CUfileException in compat mode.
+  [[nodiscard]] CUfileHandle_t handle();
+
+  /// @brief The descriptor (with O_DIRECT if `o_direct`), or -1 if that one is not open.
+  [[nodiscard]] int fd(bool o_direct = false) const noexcept;
+  /// @brief `fcntl(F_GETFL)` of that descriptor. @throws kvikio::GenericSystemError
+  [[nodiscard]] int fd_open_flags(bool o_direct = false) const;
+
+  /// @brief File size, cached; kept correct after writes through this handle.
+  [[nodiscard]] std::size_t nbytes() const;
+
+  /// @brief Whether the O_DIRECT descriptor could be opened.
+  [[nodiscard]] bool is_direct_io_supported() const noexcept;
+
+  /**
+   * @brief Reads `size` bytes at `file_offset` into device memory at `devPtr_base +
+   * devPtr_offset`, synchronously, on the calling thread.
+   * @param sync_default_stream synchronise the legacy default stream first (cuFile only).
+   * @return bytes read.
+   * @throws std::out_of_range if the file ends first; kvikio::CUfileException or
+   * kvikio::GenericSystemError on I/O errors.
+   */
+  std::size_t read(void* devPtr_base,
+                   std::size_t size,
+                   std::size_t file_offset,
+                   std::size_t devPtr_offset,
+                   bool sync_default_stream = true);
+
+  /// @brief Writes from device memory; the counterpart of read().
+  std::size_t write(void const* devPtr_base,
+                    std::size_t size,
+                    std::size_t file_offset,
+                    std::size_t devPtr_offset,
+                    bool sync_default_stream = true);
+
+  /**
+   * @brief Reads `size` bytes at `file_offset` into `buf` (host or device memory) in parallel
+   * tasks of `task_size` on `thread_pool`.
+   *
+   * Device reads smaller than `gds_threshold` run on the calling thread. The future holds the
+   * bytes read, or the first error of any task; it is ready only after every task finished.
+   * @throws std::invalid_argument for a null buffer, a task size of 0 or a null pool;
+   * std::overflow_error if `file_offset + size` overflows.
+   */
+  std::future<std::size_t> pread(void* buf,
+                                 std::size_t size,
+                                 std::size_t file_offset   = 0,
+                                 std::size_t task_size     = defaults::task_size(),
+                                 std::size_t gds_threshold = defaults::gds_threshold(),
+                                 bool sync_default_stream  = true,
+                                 ThreadPool* thread_pool   = &defaults::thread_pool());
+
+  /// @brief Writes in parallel; the counterpart of pread().
+  std::future<std::size_t> pwrite(void const* buf,
+                                  std::size_t size,
+                                  std::size_t file_offset   = 0,
+                                  std::size_t task_size     = defaults::task_size(),
+                                  std::size_t gds_threshold = defaults::gds_threshold(),
+                                  bool sync_default_stream  = true,
+                                  ThreadPool* thread_pool   = &defaults::thread_pool());
+
+  /**
+   * @brief Reads into device memory in the order of `stream`; the arguments are read when the
+   * stream reaches the operation and the bytes read are written to `*bytes_read_p`.
+   *
+   * With cuFile's stream API, cuFileReadAsync. Otherwise (compat mode) the stream is
+   * synchronised and the read done before returning, as upstream KvikIO does.
+   */
+  void read_async(void* devPtr_base,
+                  std::size_t* size_p,
+                  off_t* file_offset_p,
+                  off_t* devPtr_offset_p,
+                  ssize_t* bytes_read_p,
+                  CUstream stream);
+
+  /// @brief read_async() whose arguments live in the returned StreamFuture.
+  StreamFuture read_async(void* devPtr_base,
+                          std::size_t size,
+                          off_t file_offset   = 0,
+                          off_t devPtr_offset = 0,
+                          CUstream stream     = nullptr);
+
+  /// @brief Writes from device memory in stream order; the counterpart of read_async().
+  void write_async(void* devPtr_base,
+                   std::size_t* size_p,
+                   off_t* file_offset_p,
+                   off_t* devPtr_offset_p,
+                   ssize_t* bytes_written_p,
+                   CUstream stream);
+
+  /// @brief write_async() whose arguments live in the returned StreamFuture.
+  StreamFuture write_async(void* devPtr_base,
+                           std::size_t size,
+                           off_t file_offset   = 0,
+                           off_t devPtr_offset = 0,
+                           CUstream stream     = nullptr);
+
+  /// @brief How this file's I/O is done (cuFile or POSIX).
+  [[nodiscard]] CompatModeManager const& get_compat_mode_manager() const noexcept;
+
+ private:
+  void check_open() const;
+  void check_range(void const* buf, std::size_t size, std::size_t file_offset, char const* what) const;
+  void check_writable() const;
+  void grew_to(std::size_t end) noexcept;
+  [[nodiscard]] ThreadPool* pool_for(ThreadPool* requested) const;
+
+  std::string path_;
+  std::string flags_;
+  int fd_{-1};
+  int fd_direct_{-1};
+  bool writable_{false};
+  dev_t device_{};
+  std::atomic<std::size_t> nbytes_{0};  // size at open, grown by writes through this handle
+  CompatModeManager compat_;
+};
+
+}  // namespace kvikio

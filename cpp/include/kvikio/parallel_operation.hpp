@@ -1,0 +1,52 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file parallel_operation.hpp
+ * @brief Splitting one I/O call into tasks on a thread pool.
+ */
+
+#include <cstddef>
+#include <functional>
+#include <future>
+
+#include <kvikio/threadpool_wrapper.hpp>
+
+namespace kvikio {
+
+/**
+ * @brief One chunk of a call: moves `size` bytes at `file_offset`, `buf_offset` bytes into the
+ * call's buffer, and returns how many it moved.
+ */
+using ChunkOperation =
+  std::function<std::size_t(std::size_t buf_offset, std::size_t size, std::size_t file_offset)>;
+
+/**
+ * @brief Runs `op` over `size` bytes in chunks of at most `task_size`, one task per chunk.
+ *
+ * With `alignment` > 0 the first chunk is shortened so that every later chunk starts at a
+ * multiple of `alignment` in the file (O_DIRECT). The returned future becomes ready when every
+ * task has finished, with the total, or with the first error any task raised: no task outlives
+ * the readiness of the future, so the caller's buffers may be released once it is ready.
+ *
+ * @throws std::invalid_argument if `task_size` is 0 or `pool` is null.
+ */
+std::future<std::size_t> parallel_io(ChunkOperation op,
+                                     std::size_t size,
+                                     std::size_t file_offset,
+                                     std::size_t task_size,
+                                     ThreadPool* pool,
+                                     std::size_t alignment = 0);
+
+/// @brief A future that is already ready with `value`.
+template <typename T>
+std::future<T> make_ready_future(T value)
+{
+  std::promise<T> promise;
+  promise.set_value(std::move(value));
+  return promise.get_future();
+}
+
+}  // namespace kvikio

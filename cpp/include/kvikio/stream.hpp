@@ -1,0 +1,68 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file stream.hpp
+ * @brief StreamFuture: the arguments and result of an asynchronous read or write on a stream.
+ */
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <memory>
+#include <tuple>
+
+#include <cuda.h>
+
+namespace kvikio {
+
+/**
+ * @brief Keeps the arguments of `read_async`/`write_async` alive (the stream reads them when
+ * the operation runs) and yields the bytes moved once the stream reaches it.
+ *
+ * Move-only. The destructor synchronises the stream, so the arguments outlive the operation.
+ */
+class StreamFuture {
+ public:
+  StreamFuture() noexcept = default;
+  StreamFuture(void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream);
+  StreamFuture(StreamFuture&&) noexcept            = default;
+  StreamFuture& operator=(StreamFuture&&) noexcept = default;
+  StreamFuture(StreamFuture const&)                = delete;
+  StreamFuture& operator=(StreamFuture const&)     = delete;
+  ~StreamFuture() noexcept;
+
+  /// @brief (devPtr_base, &size, &file_offset, &devPtr_offset, &bytes_done, stream).
+  [[nodiscard]] std::tuple<void*, std::size_t*, off_t*, off_t*, ssize_t*, CUstream> get_args() const;
+
+  /**
+   * @brief Synchronises the stream and returns the bytes moved.
+   * @throws kvikio::CUfileException if the operation failed or the stream cannot be synchronised.
+   */
+  std::size_t check_bytes_done();
+
+ private:
+  struct Args {
+    std::size_t size;
+    off_t file_offset;
+    off_t devPtr_offset;
+    ssize_t bytes_done;
+  };
+  void* devPtr_base_{nullptr};
+  CUstream stream_{nullptr};
+  std::unique_ptr<Args> args_;  // on the heap: its address is handed to the stream
+  bool synchronized_{false};
+};
+
+/**
+ * @brief Registers a stream with cuFile for asynchronous I/O (no-op where cuFile is not used).
+ * @throws kvikio::CUfileException if cuFile is used and refuses.
+ */
+void stream_register(CUstream stream, unsigned flags);
+
+/// @brief Deregisters a stream registered with stream_register().
+void stream_deregister(CUstream stream);
+
+}  // namespace kvikio

@@ -1,0 +1,78 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <kvikio/compat_mode_manager.hpp>
+
+#include <utility>
+
+#include <kvikio/cufile/driver.hpp>
+#include <kvikio/defaults.hpp>
+#include <kvikio/detail/logger.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/shim/cufile.hpp>
+
+namespace kvikio {
+
+CompatModeManager::CompatModeManager(std::string const& file_path, int fd, CompatMode requested)
+  : requested_{requested}
+{
+  if (requested == CompatMode::ON) { return; }
+  std::string why_not;
+  if (!detail::is_cufile_usable()) {
+    why_not = detail::cufile_unusable_reason();
+  } else {
+    CUfileDescr_t descr{};
+    descr.type      = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+    descr.handle.fd = fd;
+    auto const r    = cuFileAPI::instance().HandleRegister(&cufile_handle_, &descr);
+    if (r.err == CU_FILE_SUCCESS) {
+      compat_ = false;
+      return;
+    }
+    cufile_handle_ = nullptr;
+    why_not        = "cuFileHandleRegister failed: " + detail::cufile_error_description(r.err, r.cu_err);
+  }
+  KVIKIO_EXPECT(requested != CompatMode::OFF,
+                "compat mode is OFF (KVIKIO_COMPAT_MODE or the compat_mode argument) but cuFile cannot "
+                "serve " + file_path + ": " + why_not);
+  KVIKIO_LOG_INFO("using POSIX I/O for ", file_path, " (compat mode AUTO): ", why_not);
+}
+
+CompatModeManager::~CompatModeManager() noexcept { release(); }
+
+CompatModeManager::CompatModeManager(CompatModeManager&& o) noexcept
+  : requested_{o.requested_}, compat_{o.compat_}, cufile_handle_{std::exchange(o.cufile_handle_, nullptr)}
+{
+}
+
+CompatModeManager& CompatModeManager::operator=(CompatModeManager&& o) noexcept
+{
+  if (this != &o) {
+    release();
+    requested_     = o.requested_;
+    compat_        = o.compat_;
+    cufile_handle_ = std::exchange(o.cufile_handle_, nullptr);
+  }
+  return *this;
+}
+
+void CompatModeManager::release() noexcept
+{
+  if (cufile_handle_ != nullptr) {
+    cuFileAPI::instance().HandleDeregister(cufile_handle_);
+    cufile_handle_ = nullptr;
+  }
+}
+
+bool CompatModeManager::is_compat_mode_preferred() const noexcept { return compat_; }
+
+bool CompatModeManager::is_compat_mode_preferred_for_async() const noexcept
+{
+  return compat_ || cuFileAPI::instance().ReadAsync == nullptr || cuFileAPI::instance().WriteAsync == nullptr;
+}
+
+CompatMode CompatModeManager::compat_mode_requested() const noexcept { return requested_; }
+
+CUfileHandle_t CompatModeManager::cufile_handle() const noexcept { return cufile_handle_; }
+
+}  // namespace kvikio

@@ -1,0 +1,428 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <kvikio/file_handle.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/nvtx.hpp>
+#include <kvikio/detail/posix_io.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/parallel_operation.hpp>
+#include <kvikio/shim/cuda.hpp>
+#include <kvikio/shim/cufile.hpp>
+#include <kvikio/utils.hpp>
+
+namespace kvikio {
+namespace {
+
+int open_flags(std::string const& flags)
+{
+  if (flags == "r") { return O_RDONLY; }
+  if (flags == "r+") { return O_RDWR; }
+  if (flags == "w") { return O_WRONLY | O_CREAT | O_TRUNC; }
+  if (flags == "w+") { return O_RDWR | O_CREAT | O_TRUNC; }
+  throw std::invalid_argument("FileHandle: unknown open flags \"" + flags +
+                              "\": expected \"r\", \"r+\", \"w\" or \"w+\"");
+}
+
+// The result of a cuFile read or write: bytes, -1 with errno, or a negated cuFile error.
+std::size_t cufile_bytes(ssize_t ret, std::size_t size, std::size_t file_offset, char const* what)
+{
+  if (ret == -1) {
+    detail::throw_system_error(errno, __FILE__, __LINE__, std::string{what} + " failed");
+  }
+  if (ret < 0) {
+    throw CUfileException{std::string{"KvikIO: "} + what + " failed: " +
+                          detail::cufile_error_description(static_cast<int>(-ret), CUDA_SUCCESS)};
+  }
+  if (static_cast<std::size_t>(ret) < size) {
+    throw std::out_of_range("KvikIO: " + std::string{what} + " moved " + std::to_string(ret) + " of " +
+                            std::to_string(size) + " bytes at offset " + std::to_string(file_offset) +
+                            " (end of file?)");
+  }
+  return static_cast<std::size_t>(ret);
+}
+
+// One pool per block device, sized like the global pool (KVIKIO_THREAD_POOL_PER_BLOCK_DEVICE).
+ThreadPool* block_device_pool(dev_t device)
+{
+  static std::mutex mutex;
+  static auto* const pools = new std::map<dev_t, std::unique_ptr<ThreadPool>>();
+  std::lock_guard const lock{mutex};
+  auto& pool = (*pools)[device];
+  if (!pool) { pool = std::make_unique<ThreadPool>(defaults::thread_pool_nthreads()); }
+  return pool.get();
+}
+
+}  // namespace
+
+FileHandle::FileHandle() noexcept = default;
+
+FileHandle::FileHandle(std::string const& file_path, std::string const& flags, mode_t mode, CompatMode compat_mode)
+  : path_{file_path}, flags_{flags}
+{
+  int const oflags = open_flags(flags);
+  writable_        = (oflags & (O_WRONLY | O_RDWR)) != 0;
+  fd_              = ::open(file_path.c_str(), oflags | O_CLOEXEC, mode);
+  KVIKIO_SYSCALL_CHECK(fd_, "open(\"" + file_path + "\", \"" + flags + "\")");
+  try {
+    // The file exists now: the O_DIRECT descriptor must neither create nor truncate it again.
+    fd_direct_ = ::open(file_path.c_str(), (oflags & ~(O_CREAT | O_TRUNC)) | O_CLOEXEC | O_DIRECT);
+    if (fd_direct_ < 0) { KVIKIO_LOG_DEBUG("no O_DIRECT for ", file_path, ": errno ", errno); }
+    struct stat st {};
+    KVIKIO_SYSCALL_CHECK(::fstat(fd_, &st), "fstat(\"" + file_path + "\")");
+    device_ = st.st_dev;
+    nbytes_ = static_cast<std::size_t>(st.st_size);
+    compat_ = CompatModeManager{file_path, fd_, compat_mode};
+  } catch (...) {
+    close();
+    throw;
+  }
+}
+
+FileHandle::FileHandle(FileHandle&& o) noexcept
+  : path_{std::move(o.path_)},
+    flags_{std::move(o.flags_)},
+    fd_{std::exchange(o.fd_, -1)},
+    fd_direct_{std::exchange(o.fd_direct_, -1)},
+    writable_{o.writable_},
+    device_{o.device_},
+    nbytes_{o.nbytes_.load()},
+    compat_{std::move(o.compat_)}
+{
+}
+
+FileHandle& FileHandle::operator=(FileHandle&& o) noexcept
+{
+  if (this != &o) {
+    close();
+    path_      = std::move(o.path_);
+    flags_     = std::move(o.flags_);
+    fd_        = std::exchange(o.fd_, -1);
+    fd_direct_ = std::exchange(o.fd_direct_, -1);
+    writable_  = o.writable_;
+    device_    = o.device_;
+    nbytes_.store(o.nbytes_.load());
+    compat_ = std::move(o.compat_);
+  }
+  return *this;
+}
+
+FileHandle::~FileHandle() noexcept { close(); }
+
+bool FileHandle::closed() const noexcept { return fd_ < 0; }
+
+void FileHandle::close() noexcept
+{
+  compat_ = CompatModeManager{};  // deregisters the cuFile handle first
+  for (int* fd : {&fd_direct_, &fd_}) {
+    if (*fd >= 0 && ::close(*fd) != 0) { KVIKIO_LOG_ERROR("closing ", path_, " failed: errno ", errno); }
+    *fd = -1;
+  }
+}
+
+CUfileHandle_t FileHandle::handle()
+{
+  check_open();
+  KVIKIO_EXPECT(!compat_.is_compat_mode_preferred(),
+                "FileHandle::handle(): " + path_ + " uses POSIX I/O (compat mode); it has no cuFile handle");
+  return compat_.cufile_handle();
+}
+
+int FileHandle::fd(bool o_direct) const noexcept { return o_direct ? fd_direct_ : fd_; }
+
+int FileHandle::fd_open_flags(bool o_direct) const
+{
+  int const flags = ::fcntl(fd(o_direct), F_GETFL);
+  KVIKIO_SYSCALL_CHECK(flags, "fcntl(F_GETFL) of " + path_);
+  return flags;
+}
+
+std::size_t FileHandle::nbytes() const
+{
+  check_open();
+  return nbytes_.load();
+}
+
+bool FileHandle::is_direct_io_supported() const noexcept { return fd_direct_ >= 0; }
+
+CompatModeManager const& FileHandle::get_compat_mode_manager() const noexcept { return compat_; }
+
+void FileHandle::check_open() const
+{
+  KVIKIO_EXPECT(!closed(), "the file handle is closed" + (path_.empty() ? "" : " (" + path_ + ")"));
+}
+
+void FileHandle::check_range(void const* buf, std::size_t size, std::size_t file_offset, char const* what) const
+{
+  check_open();
+  KVIKIO_EXPECT(buf != nullptr || size == 0,
+                std::string{what} + ": null buffer for " + std::to_string(size) + " bytes",
+                std::invalid_argument);
+  auto const max = static_cast<std::size_t>(std::numeric_limits<off_t>::max());
+  KVIKIO_EXPECT(file_offset <= max && size <= max - file_offset,
+                std::string{what} + ": file offset " + std::to_string(file_offset) + " + size " +
+                  std::to_string(size) + " overflows a file offset",
+                std::overflow_error);
+}
+
+void FileHandle::check_writable() const
+{
+  if (!writable_) {
+    detail::throw_system_error(
+      EBADF, __FILE__, __LINE__, path_ + " was opened with flags \"" + flags_ + "\", which do not allow writing");
+  }
+}
+
+void FileHandle::grew_to(std::size_t end) noexcept
+{
+  std::size_t current = nbytes_.load();
+  while (current < end && !nbytes_.compare_exchange_weak(current, end)) {}
+}
+
+ThreadPool* FileHandle::pool_for(ThreadPool* requested) const
+{
+  KVIKIO_EXPECT(requested != nullptr, "the thread pool is null", std::invalid_argument);
+  if (requested == &defaults::thread_pool() && defaults::thread_pool_per_block_device()) {
+    return block_device_pool(device_);
+  }
+  return requested;
+}
+
+std::size_t FileHandle::read(void* devPtr_base,
+                             std::size_t size,
+                             std::size_t file_offset,
+                             std::size_t devPtr_offset,
+                             bool sync_default_stream)
+{
+  KVIKIO_NVTX_FUNC_RANGE();
+  check_range(devPtr_base, size, file_offset, "FileHandle::read");
+  if (size == 0) { return 0; }
+  PushAndPopContext const context{devPtr_base};
+  if (compat_.is_compat_mode_preferred()) {
+    int const direct = defaults::auto_direct_io_read() ? fd_direct_ : -1;
+    return detail::posix_device_read(
+      fd_, devPtr_base, size, file_offset, devPtr_offset, direct, defaults::auto_direct_io_read_overread());
+  }
+  if (sync_default_stream) { KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr)); }
+  ssize_t const ret = cuFileAPI::instance().Read(compat_.cufile_handle(),
+                                                 devPtr_base,
+                                                 size,
+                                                 static_cast<off_t>(file_offset),
+                                                 static_cast<off_t>(devPtr_offset));
+  return cufile_bytes(ret, size, file_offset, "cuFileRead");
+}
+
+std::size_t FileHandle::write(void const* devPtr_base,
+                              std::size_t size,
+                              std::size_t file_offset,
+                              std::size_t devPtr_offset,
+                              bool sync_default_stream)
+{
+  KVIKIO_NVTX_FUNC_RANGE();
+  check_range(devPtr_base, size, file_offset, "FileHandle::write");
+  check_writable();
+  if (size == 0) { return 0; }
+  PushAndPopContext const context{devPtr_base};
+  std::size_t written = 0;
+  if (compat_.is_compat_mode_preferred()) {
+    int const direct = defaults::auto_direct_io_write() ? fd_direct_ : -1;
+    written          = detail::posix_device_write(fd_, devPtr_base, size, file_offset, devPtr_offset, direct);
+  } else {
+    if (sync_default_stream) { KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr)); }
+    ssize_t const ret = cuFileAPI::instance().Write(compat_.cufile_handle(),
+                                                    devPtr_base,
+                                                    size,
+                                                    static_cast<off_t>(file_offset),
+                                                    static_cast<off_t>(devPtr_offset));
+    written           = cufile_bytes(ret, size, file_offset, "cuFileWrite");
+  }
+  grew_to(file_offset + written);
+  return written;
+}
+
+std::future<std::size_t> FileHandle::pread(void* buf,
+                                           std::size_t size,
+                                           std::size_t file_offset,
+                                           std::size_t task_size,
+                                           std::size_t gds_threshold,
+                                           bool sync_default_stream,
+                                           ThreadPool* thread_pool)
+{
+  KVIKIO_NVTX_FUNC_RANGE();
+  check_range(buf, size, file_offset, "FileHandle::pread");
+  KVIKIO_EXPECT(task_size > 0, "FileHandle::pread: task_size must be positive, got 0", std::invalid_argument);
+  ThreadPool* const pool = pool_for(thread_pool);
+  if (size == 0) { return make_ready_future<std::size_t>(0); }
+  if (is_host_memory(buf)) {
+    int const direct    = defaults::auto_direct_io_read() ? fd_direct_ : -1;
+    bool const overread = defaults::auto_direct_io_read_overread();
+    int const fd        = fd_;
+    auto* const bytes   = static_cast<std::byte*>(buf);
+    return parallel_io(
+      [fd, direct, overread, bytes](std::size_t buf_offset, std::size_t n, std::size_t offset) {
+        return detail::posix_host_read(fd, bytes + buf_offset, n, offset, direct, overread);
+      },
+      size,
+      file_offset,
+      task_size,
+      pool,
+      direct >= 0 ? detail::page_size() : 0);
+  }
+  CUcontext ctx = get_context_from_pointer(buf);
+  if (size < gds_threshold) {  // small: no task hand-off
+    return make_ready_future(read(buf, size, file_offset, 0, sync_default_stream));
+  }
+  if (sync_default_stream && !compat_.is_compat_mode_preferred()) {
+    PushAndPopContext const context{ctx};
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
+  }
+  auto [base, base_size, base_offset] = get_alloc_info(buf, &ctx);
+  (void)base_size;
+  bool const direct = compat_.is_compat_mode_preferred() && defaults::auto_direct_io_read() && fd_direct_ >= 0;
+  return parallel_io(
+    [this, base = base, base_offset = base_offset](std::size_t buf_offset, std::size_t n, std::size_t offset) {
+      return read(base, n, offset, base_offset + buf_offset, false);
+    },
+    size,
+    file_offset,
+    task_size,
+    pool,
+    direct ? detail::page_size() : 0);
+}
+
+std::future<std::size_t> FileHandle::pwrite(void const* buf,
+                                            std::size_t size,
+                                            std::size_t file_offset,
+                                            std::size_t task_size,
+                                            std::size_t gds_threshold,
+                                            bool sync_default_stream,
+                                            ThreadPool* thread_pool)
+{
+  KVIKIO_NVTX_FUNC_RANGE();
+  check_range(buf, size, file_offset, "FileHandle::pwrite");
+  check_writable();
+  KVIKIO_EXPECT(task_size > 0, "FileHandle::pwrite: task_size must be positive, got 0", std::invalid_argument);
+  ThreadPool* const pool = pool_for(thread_pool);
+  if (size == 0) { return make_ready_future<std::size_t>(0); }
+  if (is_host_memory(buf)) {
+    int const direct  = defaults::auto_direct_io_write() ? fd_direct_ : -1;
+    int const fd      = fd_;
+    auto const* bytes = static_cast<std::byte const*>(buf);
+    return parallel_io(
+      [this, fd, direct, bytes](std::size_t buf_offset, std::size_t n, std::size_t offset) {
+        auto const written = detail::posix_host_write(fd, bytes + buf_offset, n, offset, direct);
+        grew_to(offset + written);
+        return written;
+      },
+      size,
+      file_offset,
+      task_size,
+      pool,
+      direct >= 0 ? detail::page_size() : 0);
+  }
+  CUcontext ctx = get_context_from_pointer(buf);
+  if (size < gds_threshold) { return make_ready_future(write(buf, size, file_offset, 0, sync_default_stream)); }
+  if (sync_default_stream && !compat_.is_compat_mode_preferred()) {
+    PushAndPopContext const context{ctx};
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
+  }
+  auto [base, base_size, base_offset] = get_alloc_info(buf, &ctx);
+  (void)base_size;
+  bool const direct = compat_.is_compat_mode_preferred() && defaults::auto_direct_io_write() && fd_direct_ >= 0;
+  return parallel_io(
+    [this, base = base, base_offset = base_offset](std::size_t buf_offset, std::size_t n, std::size_t offset) {
+      return write(base, n, offset, base_offset + buf_offset, false);
+    },
+    size,
+    file_offset,
+    task_size,
+    pool,
+    direct ? detail::page_size() : 0);
+}
+
+void FileHandle::read_async(void* devPtr_base,
+                            std::size_t* size_p,
+                            off_t* file_offset_p,
+                            off_t* devPtr_offset_p,
+                            ssize_t* bytes_read_p,
+                            CUstream stream)
+{
+  check_open();
+  KVIKIO_EXPECT(size_p != nullptr && file_offset_p != nullptr && devPtr_offset_p != nullptr && bytes_read_p != nullptr,
+                "FileHandle::read_async: null argument pointer",
+                std::invalid_argument);
+  if (compat_.is_compat_mode_preferred_for_async()) {
+    PushAndPopContext const context{devPtr_base};
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream));
+    *bytes_read_p = static_cast<ssize_t>(read(devPtr_base,
+                                              *size_p,
+                                              static_cast<std::size_t>(*file_offset_p),
+                                              static_cast<std::size_t>(*devPtr_offset_p),
+                                              false));
+    return;
+  }
+  KVIKIO_CUFILE_TRY(cuFileAPI::instance().ReadAsync(
+    compat_.cufile_handle(), devPtr_base, size_p, file_offset_p, devPtr_offset_p, bytes_read_p, stream));
+}
+
+StreamFuture FileHandle::read_async(
+  void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
+{
+  StreamFuture future{devPtr_base, size, file_offset, devPtr_offset, stream};
+  auto [base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s] = future.get_args();
+  read_async(base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s);
+  return future;
+}
+
+void FileHandle::write_async(void* devPtr_base,
+                             std::size_t* size_p,
+                             off_t* file_offset_p,
+                             off_t* devPtr_offset_p,
+                             ssize_t* bytes_written_p,
+                             CUstream stream)
+{
+  check_open();
+  check_writable();
+  KVIKIO_EXPECT(
+    size_p != nullptr && file_offset_p != nullptr && devPtr_offset_p != nullptr && bytes_written_p != nullptr,
+    "FileHandle::write_async: null argument pointer",
+    std::invalid_argument);
+  if (compat_.is_compat_mode_preferred_for_async()) {
+    PushAndPopContext const context{devPtr_base};
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream));
+    *bytes_written_p = static_cast<ssize_t>(write(devPtr_base,
+                                                  *size_p,
+                                                  static_cast<std::size_t>(*file_offset_p),
+                                                  static_cast<std::size_t>(*devPtr_offset_p),
+                                                  false));
+    return;
+  }
+  // The size is known now; the file will have grown once the stream gets there.
+  grew_to(static_cast<std::size_t>(*file_offset_p) + *size_p);
+  KVIKIO_CUFILE_TRY(cuFileAPI::instance().WriteAsync(
+    compat_.cufile_handle(), devPtr_base, size_p, file_offset_p, devPtr_offset_p, bytes_written_p, stream));
+}
+
+StreamFuture FileHandle::write_async(
+  void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
+{
+  StreamFuture future{devPtr_base, size, file_offset, devPtr_offset, stream};
+  auto [base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s] = future.get_args();
+  write_async(base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s);
+  return future;
+}
+
+}  // namespace kvikio

@@ -1,0 +1,199 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <kvikio/mmap.hpp>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+#include <kvikio/bounce_buffer.hpp>
+#include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/nvtx.hpp>
+#include <kvikio/detail/posix_io.hpp>
+#include <kvikio/detail/stream_cache.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/parallel_operation.hpp>
+#include <kvikio/shim/cuda.hpp>
+#include <kvikio/utils.hpp>
+
+namespace kvikio {
+
+MmapHandle::MmapHandle(std::string const& file_path,
+                       std::string const& flags,
+                       std::optional<std::size_t> initial_map_size,
+                       std::size_t initial_map_offset,
+                       mode_t mode,
+                       std::optional<int> map_flags)
+  : path_{file_path}, map_offset_{initial_map_offset}
+{
+  KVIKIO_EXPECT(flags == "r",
+                "MmapHandle: unsupported flags \"" + flags + "\": only \"r\" (read-only) is supported",
+                std::invalid_argument);
+  fd_ = ::open(file_path.c_str(), O_RDONLY | O_CLOEXEC, mode);
+  KVIKIO_SYSCALL_CHECK(fd_, "open(\"" + file_path + "\", \"r\")");
+  try {
+    struct stat st {};
+    KVIKIO_SYSCALL_CHECK(::fstat(fd_, &st), "fstat(\"" + file_path + "\")");
+    file_size_ = static_cast<std::size_t>(st.st_size);
+    KVIKIO_EXPECT(map_offset_ <= file_size_,
+                  "MmapHandle: initial_map_offset " + std::to_string(map_offset_) + " is past the end of " +
+                    file_path + " (" + std::to_string(file_size_) + " bytes)",
+                  std::out_of_range);
+    map_size_ = initial_map_size.value_or(file_size_ - map_offset_);
+    KVIKIO_EXPECT(map_size_ <= file_size_ - map_offset_,
+                  "MmapHandle: initial_map_size " + std::to_string(map_size_) + " at offset " +
+                    std::to_string(map_offset_) + " runs past the end of " + file_path + " (" +
+                    std::to_string(file_size_) + " bytes)",
+                  std::out_of_range);
+    if (map_size_ > 0) {
+      page_shift_   = map_offset_ % detail::page_size();
+      mapping_size_ = map_size_ + page_shift_;
+      mapping_      = ::mmap(nullptr,
+                        mapping_size_,
+                        PROT_READ,
+                        map_flags.value_or(MAP_PRIVATE),
+                        fd_,
+                        static_cast<off_t>(map_offset_ - page_shift_));
+      if (mapping_ == MAP_FAILED) {
+        mapping_ = nullptr;
+        detail::throw_system_error(errno, __FILE__, __LINE__, "mmap(\"" + file_path + "\")");
+      }
+    }
+  } catch (...) {
+    close();
+    throw;
+  }
+}
+
+MmapHandle::MmapHandle(MmapHandle&& o) noexcept
+  : path_{std::move(o.path_)},
+    fd_{std::exchange(o.fd_, -1)},
+    file_size_{o.file_size_},
+    map_offset_{o.map_offset_},
+    map_size_{o.map_size_},
+    mapping_{std::exchange(o.mapping_, nullptr)},
+    mapping_size_{o.mapping_size_},
+    page_shift_{o.page_shift_}
+{
+}
+
+MmapHandle& MmapHandle::operator=(MmapHandle&& o) noexcept
+{
+  if (this != &o) {
+    close();
+    path_         = std::move(o.path_);
+    fd_           = std::exchange(o.fd_, -1);
+    file_size_    = o.file_size_;
+    map_offset_   = o.map_offset_;
+    map_size_     = o.map_size_;
+    mapping_      = std::exchange(o.mapping_, nullptr);
+    mapping_size_ = o.mapping_size_;
+    page_shift_   = o.page_shift_;
+  }
+  return *this;
+}
+
+MmapHandle::~MmapHandle() noexcept { close(); }
+
+std::size_t MmapHandle::initial_map_size() const noexcept { return map_size_; }
+std::size_t MmapHandle::initial_map_offset() const noexcept { return map_offset_; }
+
+std::size_t MmapHandle::file_size() const
+{
+  KVIKIO_EXPECT(!closed(), "MmapHandle: the handle is closed");
+  return file_size_;
+}
+
+std::size_t MmapHandle::nbytes() const
+{
+  KVIKIO_EXPECT(!closed(), "MmapHandle: the handle is closed");
+  return map_size_;
+}
+
+bool MmapHandle::closed() const noexcept { return fd_ < 0; }
+
+void MmapHandle::close() noexcept
+{
+  if (mapping_ != nullptr && ::munmap(mapping_, mapping_size_) != 0) {
+    KVIKIO_LOG_ERROR("munmap of ", path_, " failed: errno ", errno);
+  }
+  mapping_ = nullptr;
+  if (fd_ >= 0) { ::close(fd_); }
+  fd_ = -1;
+}
+
+std::size_t MmapHandle::checked_size(std::optional<std::size_t> size, std::size_t offset, void const* buf) const
+{
+  KVIKIO_EXPECT(!closed(), "MmapHandle: the handle is closed");
+  std::size_t const end = map_offset_ + map_size_;
+  KVIKIO_EXPECT(offset >= map_offset_ && offset <= end,
+                "MmapHandle: offset " + std::to_string(offset) + " is outside the mapped range [" +
+                  std::to_string(map_offset_) + ", " + std::to_string(end) + ") of " + path_,
+                std::out_of_range);
+  std::size_t const n = size.value_or(end - offset);
+  KVIKIO_EXPECT(n <= end - offset,
+                "MmapHandle: " + std::to_string(n) + " bytes at offset " + std::to_string(offset) +
+                  " run past the mapped range [" + std::to_string(map_offset_) + ", " + std::to_string(end) +
+                  ") of " + path_,
+                std::out_of_range);
+  KVIKIO_EXPECT(buf != nullptr || n == 0, "MmapHandle: null buffer", std::invalid_argument);
+  return n;
+}
+
+void MmapHandle::copy_out(std::byte* dst, std::size_t size, std::size_t offset, bool device) const
+{
+  auto const* src = static_cast<std::byte const*>(mapping_) + page_shift_ + (offset - map_offset_);
+  if (!device) {
+    std::memcpy(dst, src, size);
+    return;
+  }
+  // Mapped pages are pageable: stage them through a pinned buffer (pageable copies are slow).
+  PushAndPopContext const context{dst};
+  CUcontext ctx{};
+  KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
+  CUstream const stream = detail::stream_for_this_thread(ctx);
+  auto bounce           = BounceBufferPool<>::instance().get();
+  for (std::size_t done = 0; done < size;) {
+    std::size_t const n = std::min(bounce.size(), size - done);
+    std::memcpy(bounce.get(), src + done, n);
+    KVIKIO_CUDA_DRIVER_TRY(
+      cudaAPI::instance().MemcpyHtoDAsync(convert_void2deviceptr(dst + done), bounce.get(), n, stream));
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream));
+    done += n;
+  }
+}
+
+std::size_t MmapHandle::read(void* buf, std::optional<std::size_t> size, std::size_t offset)
+{
+  KVIKIO_NVTX_FUNC_RANGE();
+  std::size_t const n = checked_size(size, offset, buf);
+  if (n > 0) { copy_out(static_cast<std::byte*>(buf), n, offset, !is_host_memory(buf)); }
+  return n;
+}
+
+std::future<std::size_t> MmapHandle::pread(
+  void* buf, std::optional<std::size_t> size, std::size_t offset, std::size_t task_size, ThreadPool* thread_pool)
+{
+  KVIKIO_NVTX_FUNC_RANGE();
+  std::size_t const n = checked_size(size, offset, buf);
+  bool const device   = n > 0 && !is_host_memory(buf);
+  auto* const dst     = static_cast<std::byte*>(buf);
+  return parallel_io(
+    [this, dst, device](std::size_t buf_offset, std::size_t chunk, std::size_t file_offset) {
+      copy_out(dst + buf_offset, chunk, file_offset, device);
+      return chunk;
+    },
+    n,
+    offset,
+    task_size,
+    thread_pool);
+}
+
+}  // namespace kvikio

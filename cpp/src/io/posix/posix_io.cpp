@@ -1,0 +1,231 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <kvikio/detail/posix_io.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <kvikio/bounce_buffer.hpp>
+#include <kvikio/defaults.hpp>
+#include <kvikio/detail/nvtx.hpp>
+#include <kvikio/detail/stream_cache.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/shim/cuda.hpp>
+#include <kvikio/utils.hpp>
+
+namespace kvikio::detail {
+namespace {
+
+enum class Op { read, write };
+
+bool is_aligned(std::uintptr_t value, std::size_t alignment) { return value % alignment == 0; }
+
+std::string file_size_text(int fd)
+{
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 ? std::to_string(st.st_size) : std::string{"unknown"};
+}
+
+// One pread/pwrite, retried on EINTR. Returns what the call returned (0 at end of file).
+std::size_t transfer_once(Op op, int fd, void* buf, std::size_t size, std::size_t offset)
+{
+  while (true) {
+    ssize_t const n = op == Op::read ? ::pread(fd, buf, size, static_cast<off_t>(offset))
+                                     : ::pwrite(fd, buf, size, static_cast<off_t>(offset));
+    if (n >= 0) { return static_cast<std::size_t>(n); }
+    if (errno == EINTR) { continue; }
+    throw_system_error(errno,
+                       __FILE__,
+                       __LINE__,
+                       std::string{op == Op::read ? "pread" : "pwrite"} + "(fd " + std::to_string(fd) +
+                         ", " + std::to_string(size) + " bytes at offset " + std::to_string(offset) +
+                         ") failed");
+  }
+}
+
+// Exactly `size` bytes through `fd`, however many calls it takes.
+void transfer_all(Op op, int fd, std::byte* buf, std::size_t size, std::size_t offset)
+{
+  std::size_t done = 0;
+  while (done < size) {
+    std::size_t const n = transfer_once(op, fd, buf + done, size - done, offset + done);
+    if (n == 0) {
+      if (op == Op::read) {
+        throw std::out_of_range("KvikIO: read past the end of the file: " + std::to_string(size) +
+                                " bytes at offset " + std::to_string(offset) + " requested, the file has " +
+                                file_size_text(fd) + " bytes");
+      }
+      throw_system_error(EIO, __FILE__, __LINE__, "pwrite wrote nothing");
+    }
+    done += n;
+  }
+}
+
+// A page-aligned buffer of this thread, for O_DIRECT with unaligned user buffers.
+std::byte* aligned_scratch(std::size_t& size)
+{
+  struct Free {
+    void operator()(std::byte* p) const noexcept { std::free(p); }
+  };
+  thread_local std::unique_ptr<std::byte, Free> buffer;
+  thread_local std::size_t buffer_size = 0;
+  std::size_t const wanted             = std::max(defaults::bounce_buffer_size() / page_size(), std::size_t{1}) * page_size();
+  if (buffer_size != wanted) {
+    buffer.reset(static_cast<std::byte*>(std::aligned_alloc(page_size(), wanted)));
+    if (!buffer) { throw std::bad_alloc(); }
+    buffer_size = wanted;
+  }
+  size = buffer_size;
+  return buffer.get();
+}
+
+// The page-aligned middle [pos, pos + length) through the O_DIRECT descriptor. Returns how many
+// bytes went through it; less than `length` when the file ends (reads) or O_DIRECT is refused.
+std::size_t transfer_direct(Op op, int fd_direct, std::byte* buf, std::size_t length, std::size_t offset)
+{
+  std::size_t done = 0;
+  while (done < length) {
+    std::byte* target = buf + done;
+    std::size_t n     = length - done;
+    std::byte* scratch = nullptr;
+    if (!is_aligned(reinterpret_cast<std::uintptr_t>(target), page_size())) {
+      std::size_t scratch_size = 0;
+      scratch                  = aligned_scratch(scratch_size);
+      n                        = std::min(n, scratch_size);
+      if (op == Op::write) { std::memcpy(scratch, target, n); }
+    }
+    std::size_t got = 0;
+    try {
+      got = transfer_once(op, fd_direct, scratch != nullptr ? scratch : target, n, offset + done);
+    } catch (GenericSystemError const& e) {
+      if (e.code().value() == EINVAL) { return done; }  // refused here: the caller goes buffered
+      throw;
+    }
+    if (op == Op::read && scratch != nullptr) { std::memcpy(target, scratch, got); }
+    done += got;
+    if (got < n) { break; }  // end of file, or a partial transfer: finish buffered
+  }
+  return done;
+}
+
+std::size_t host_io(Op op, int fd, std::byte* buf, std::size_t size, std::size_t file_offset, int fd_direct,
+                    bool overread)
+{
+  if (size == 0) { return 0; }
+  KVIKIO_EXPECT(buf != nullptr, "null buffer for a transfer of " + std::to_string(size) + " bytes",
+                std::invalid_argument);
+  if (fd_direct < 0) {
+    transfer_all(op, fd, buf, size, file_offset);
+    return size;
+  }
+  std::size_t const page = page_size();
+  // Head: up to the first page boundary of the file.
+  std::size_t const head = std::min(size, (page - file_offset % page) % page);
+  transfer_all(op, fd, buf, head, file_offset);
+  std::size_t pos = head;
+  // Middle: whole pages, direct.
+  std::size_t const middle = (size - pos) / page * page;
+  pos += transfer_direct(op, fd_direct, buf + pos, middle, file_offset + pos);
+  // Tail (and whatever the direct part left): buffered, or for reads a whole page, direct.
+  std::size_t const rest = size - pos;
+  if (op == Op::read && overread && rest > 0 && rest < page && is_aligned(file_offset + pos, page)) {
+    std::size_t scratch_size = 0;
+    std::byte* scratch       = aligned_scratch(scratch_size);
+    std::size_t got          = 0;
+    try {
+      got = transfer_once(op, fd_direct, scratch, page, file_offset + pos);
+    } catch (GenericSystemError const& e) {
+      if (e.code().value() != EINVAL) { throw; }
+    }
+    std::size_t const used = std::min(got, rest);
+    std::memcpy(buf + pos, scratch, used);
+    pos += used;
+  }
+  transfer_all(op, fd, buf + pos, size - pos, file_offset + pos);
+  return size;
+}
+
+std::size_t device_io(Op op, int fd, std::byte* dev, std::size_t size, std::size_t file_offset, int fd_direct,
+                      bool overread)
+{
+  if (size == 0) { return 0; }
+  auto& api = cudaAPI::instance();
+  CUcontext ctx{};
+  KVIKIO_CUDA_DRIVER_TRY(api.CtxGetCurrent(&ctx));
+  KVIKIO_EXPECT(ctx != nullptr, "device-memory I/O needs a current CUDA context", std::invalid_argument);
+  CUstream const stream = stream_for_this_thread(ctx);
+  auto bounce           = BounceBufferPool<>::instance().get();
+  auto* staging         = static_cast<std::byte*>(bounce.get());
+  std::size_t done      = 0;
+  while (done < size) {
+    std::size_t const n   = std::min(bounce.size(), size - done);
+    auto const device_ptr = convert_void2deviceptr(dev + done);
+    if (op == Op::read) {
+      host_io(op, fd, staging, n, file_offset + done, fd_direct, overread);
+      KVIKIO_CUDA_DRIVER_TRY(api.MemcpyHtoDAsync(device_ptr, staging, n, stream));
+      KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(stream));
+    } else {
+      KVIKIO_CUDA_DRIVER_TRY(api.MemcpyDtoHAsync(staging, device_ptr, n, stream));
+      KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(stream));
+      host_io(op, fd, staging, n, file_offset + done, fd_direct, false);
+    }
+    done += n;
+  }
+  return size;
+}
+
+}  // namespace
+
+std::size_t page_size() noexcept
+{
+  static std::size_t const size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+std::size_t posix_host_read(int fd, void* buf, std::size_t size, std::size_t file_offset, int fd_direct,
+                            bool overread)
+{
+  KVIKIO_NVTX_FUNC_RANGE();
+  return host_io(Op::read, fd, static_cast<std::byte*>(buf), size, file_offset, fd_direct, overread);
+}
+
+std::size_t posix_host_write(int fd, void const* buf, std::size_t size, std::size_t file_offset, int fd_direct)
+{
+  KVIKIO_NVTX_FUNC_RANGE();
+  // The bytes are only read; host_io takes one pointer type for both directions.
+  return host_io(
+    Op::write, fd, static_cast<std::byte*>(const_cast<void*>(buf)), size, file_offset, fd_direct, false);
+}
+
+std::size_t posix_device_read(int fd, void* devPtr_base, std::size_t size, std::size_t file_offset,
+                              std::size_t devPtr_offset, int fd_direct, bool overread)
+{
+  KVIKIO_NVTX_FUNC_RANGE();
+  return device_io(
+    Op::read, fd, static_cast<std::byte*>(devPtr_base) + devPtr_offset, size, file_offset, fd_direct, overread);
+}
+
+std::size_t posix_device_write(int fd, void const* devPtr_base, std::size_t size, std::size_t file_offset,
+                               std::size_t devPtr_offset, int fd_direct)
+{
+  KVIKIO_NVTX_FUNC_RANGE();
+  return device_io(Op::write,
+                   fd,
+                   static_cast<std::byte*>(const_cast<void*>(devPtr_base)) + devPtr_offset,
+                   size,
+                   file_offset,
+                   fd_direct,
+                   false);
+}
+
+}  // namespace kvikio::detail

@@ -1,0 +1,67 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <kvikio/stream.hpp>
+
+#include <kvikio/cufile/driver.hpp>
+#include <kvikio/defaults.hpp>
+#include <kvikio/detail/logger.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/shim/cuda.hpp>
+#include <kvikio/shim/cufile.hpp>
+
+namespace kvikio {
+
+StreamFuture::StreamFuture(
+  void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
+  : devPtr_base_{devPtr_base},
+    stream_{stream},
+    args_{std::make_unique<Args>(Args{size, file_offset, devPtr_offset, 0})}
+{
+}
+
+StreamFuture::~StreamFuture() noexcept
+{
+  if (!args_ || synchronized_) { return; }
+  try {
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream_));
+  } catch (std::exception const& e) {
+    KVIKIO_LOG_ERROR("StreamFuture: synchronising its stream failed: ", e.what());
+  }
+}
+
+std::tuple<void*, std::size_t*, off_t*, off_t*, ssize_t*, CUstream> StreamFuture::get_args() const
+{
+  KVIKIO_EXPECT(args_ != nullptr, "StreamFuture: empty (default-constructed or moved from)");
+  return {devPtr_base_, &args_->size, &args_->file_offset, &args_->devPtr_offset, &args_->bytes_done, stream_};
+}
+
+std::size_t StreamFuture::check_bytes_done()
+{
+  KVIKIO_EXPECT(args_ != nullptr, "StreamFuture: empty (default-constructed or moved from)");
+  if (!synchronized_) {
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream_));
+    synchronized_ = true;
+  }
+  KVIKIO_EXPECT(args_->bytes_done >= 0,
+                "asynchronous I/O failed with " + std::to_string(args_->bytes_done) + " (" +
+                  (args_->bytes_done == -1 ? std::string{"see errno"}
+                                           : detail::cufile_error_description(
+                                               static_cast<int>(-args_->bytes_done), CUDA_SUCCESS)) +
+                  ")");
+  return static_cast<std::size_t>(args_->bytes_done);
+}
+
+void stream_register(CUstream stream, unsigned flags)
+{
+  if (defaults::is_compat_mode_preferred() || cuFileAPI::instance().StreamRegister == nullptr) { return; }
+  KVIKIO_CUFILE_TRY(cuFileAPI::instance().StreamRegister(stream, flags));
+}
+
+void stream_deregister(CUstream stream)
+{
+  if (defaults::is_compat_mode_preferred() || cuFileAPI::instance().StreamDeregister == nullptr) { return; }
+  KVIKIO_CUFILE_TRY(cuFileAPI::instance().StreamDeregister(stream));
+}
+
+}  // namespace kvikio

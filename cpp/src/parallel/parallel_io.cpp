@@ -1,0 +1,81 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <kvikio/parallel_operation.hpp>
+
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include <kvikio/detail/nvtx.hpp>
+#include <kvikio/error.hpp>
+
+namespace kvikio {
+namespace {
+
+// Shared by the tasks of one call; the last task to finish makes the future ready.
+struct Gather {
+  ChunkOperation op;
+  std::promise<std::size_t> promise;
+  std::atomic<std::size_t> remaining{0};
+  std::atomic<std::size_t> total{0};
+  std::mutex mutex;
+  std::exception_ptr first_error;
+
+  void run(std::size_t buf_offset, std::size_t size, std::size_t file_offset) noexcept
+  {
+    try {
+      KVIKIO_NVTX_SCOPED_RANGE("task");
+      total += op(buf_offset, size, file_offset);
+    } catch (...) {
+      std::lock_guard const lock{mutex};
+      if (!first_error) { first_error = std::current_exception(); }
+    }
+    if (--remaining == 0) {
+      if (first_error) {
+        promise.set_exception(first_error);
+      } else {
+        promise.set_value(total.load());
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::future<std::size_t> parallel_io(ChunkOperation op,
+                                     std::size_t size,
+                                     std::size_t file_offset,
+                                     std::size_t task_size,
+                                     ThreadPool* pool,
+                                     std::size_t alignment)
+{
+  KVIKIO_EXPECT(task_size > 0, "parallel_io: task_size must be positive, got 0", std::invalid_argument);
+  KVIKIO_EXPECT(pool != nullptr, "parallel_io: the thread pool is null", std::invalid_argument);
+  if (size == 0) { return make_ready_future<std::size_t>(0); }
+
+  // Chunk boundaries: [0, first), then task_size steps.
+  std::size_t first = std::min(size, task_size);
+  if (alignment > 0 && file_offset % alignment != 0 && task_size > file_offset % alignment) {
+    first = std::min(size, task_size - file_offset % alignment);
+  }
+  std::size_t const tasks = 1 + (size - first + task_size - 1) / task_size;
+
+  auto gather       = std::make_shared<Gather>();
+  gather->op        = std::move(op);
+  gather->remaining = tasks;
+  auto future       = gather->promise.get_future();
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i < tasks; ++i) {
+    std::size_t const n = i == 0 ? first : std::min(task_size, size - begin);
+    (void)pool->submit_task(
+      [gather, begin, n, file_offset] { gather->run(begin, n, file_offset + begin); });
+    begin += n;
+  }
+  return future;
+}
+
+}  // namespace kvikio
