@@ -1,0 +1,403 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * FileHandle: open flags, round trips between files and host or device memory over awkward
+ * sizes and offsets, thread counts and O_DIRECT, and every kind of bad input. Files are checked
+ * with plain POSIX calls; destinations are poisoned and their surroundings guarded.
+ */
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <memory>
+#include <thread>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <kvikio/bounce_buffer.hpp>
+#include <kvikio/cufile/driver.hpp>
+#include <kvikio/defaults.hpp>
+#include <kvikio/detail/posix_io.hpp>
+#include <kvikio/file_handle.hpp>
+
+#include "common/device.hpp"
+#include "common/temp_dir.hpp"
+
+using kvikio::FileHandle;
+using kvikio::test::api;
+using kvikio::test::pattern;
+using kvikio::test::read_file;
+using kvikio::test::TempDir;
+using kvikio::test::write_file;
+
+namespace {
+
+constexpr std::uint8_t poison = 0xEE;
+constexpr std::size_t guard   = 64;  // poisoned bytes on each side of every destination
+
+// Sizes that straddle pages and tasks (task size 64 KiB in these tests).
+std::vector<std::size_t> awkward_sizes()
+{
+  std::size_t const page = kvikio::detail::page_size();
+  std::size_t const task = 64 << 10;
+  return {0, 1, page - 1, page + 1, task - 1, task, task + 1, 3 * task + 5};
+}
+
+TEST(FileHandleOpen, Flags)
+{
+  TempDir dir;
+  auto const path = dir.file("f");
+  {
+    FileHandle w{path, "w"};
+    EXPECT_FALSE(w.closed());
+    EXPECT_EQ(w.fd_open_flags() & O_ACCMODE, O_WRONLY);
+    EXPECT_NE(::fcntl(w.fd(), F_GETFD) & FD_CLOEXEC, 0);
+    EXPECT_EQ(w.nbytes(), 0U);
+  }
+  write_file(path, pattern(100, 1));
+  {
+    FileHandle r{path, "r"};
+    EXPECT_EQ(r.fd_open_flags() & O_ACCMODE, O_RDONLY);
+    EXPECT_EQ(r.nbytes(), 100U);
+    if (r.is_direct_io_supported()) { EXPECT_NE(r.fd_open_flags(true) & O_DIRECT, 0); }
+  }
+  {
+    FileHandle rw{path, "r+"};
+    EXPECT_EQ(rw.fd_open_flags() & O_ACCMODE, O_RDWR);
+    EXPECT_EQ(rw.nbytes(), 100U);  // r+ keeps the content
+  }
+  {
+    FileHandle wp{path, "w+"};
+    EXPECT_EQ(wp.fd_open_flags() & O_ACCMODE, O_RDWR);
+    EXPECT_EQ(wp.nbytes(), 0U);  // w+ truncates
+  }
+  for (auto bad : {"a", "rw", "x", "", "r++", "W"}) {
+    EXPECT_THROW((FileHandle{path, bad}), std::invalid_argument) << bad;
+  }
+  try {
+    FileHandle missing{dir.file("missing"), "r"};
+    FAIL();
+  } catch (kvikio::GenericSystemError const& e) {
+    EXPECT_EQ(e.code().value(), ENOENT);
+    EXPECT_NE(std::string{e.what()}.find("missing"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FileHandleOpen, CloseAndMove)
+{
+  TempDir dir;
+  FileHandle a{dir.file("f"), "w"};
+  int const fd = a.fd();
+  FileHandle b{std::move(a)};
+  EXPECT_TRUE(a.closed());  // NOLINT(bugprone-use-after-move): moved-from state is specified
+  EXPECT_EQ(b.fd(), fd);
+  b.close();
+  EXPECT_TRUE(b.closed());
+  EXPECT_EQ(b.fd(), -1);
+  EXPECT_EQ(::fcntl(fd, F_GETFD), -1);  // really closed
+  b.close();                            // twice is fine
+  std::vector<char> buf(10);
+  EXPECT_THROW(b.pread(buf.data(), 10).get(), kvikio::CUfileException);
+  EXPECT_THROW((void)b.nbytes(), kvikio::CUfileException);
+}
+
+TEST(FileHandleOpen, CompatModeOffWithoutCufileSaysWhy)
+{
+  if (kvikio::detail::is_cufile_usable()) { GTEST_SKIP() << "cuFile is usable here, so OFF succeeds"; }
+  TempDir dir;
+  try {
+    FileHandle f{dir.file("f"), "w", FileHandle::m644, kvikio::CompatMode::OFF};
+    FAIL() << "compat mode OFF without cuFile was accepted";
+  } catch (kvikio::CUfileException const& e) {
+    EXPECT_NE(std::string{e.what()}.find("compat mode is OFF"), std::string::npos) << e.what();
+  }
+  FileHandle automatic{dir.file("g"), "w", FileHandle::m644, kvikio::CompatMode::AUTO};
+  EXPECT_TRUE(automatic.get_compat_mode_manager().is_compat_mode_preferred());
+  EXPECT_THROW((void)automatic.handle(), kvikio::CUfileException);
+  FileHandle on{dir.file("h"), "w", FileHandle::m644, kvikio::CompatMode::ON};
+  EXPECT_TRUE(on.get_compat_mode_manager().is_compat_mode_preferred());
+  EXPECT_EQ(on.get_compat_mode_manager().compat_mode_requested(), kvikio::CompatMode::ON);
+}
+
+TEST(FileHandleErrors, BadInput)
+{
+  TempDir dir;
+  auto const path = dir.file("f");
+  write_file(path, pattern(4096, 2));
+  FileHandle r{path, "r"};
+  std::vector<std::uint8_t> buf(8192, poison);
+  EXPECT_THROW(r.pread(nullptr, 10).get(), std::invalid_argument);
+  EXPECT_THROW(r.pread(buf.data(), 10, SIZE_MAX - 5).get(), std::overflow_error);
+  EXPECT_THROW(r.pread(buf.data(), 10, 0, 0).get(), std::invalid_argument);  // task size 0
+  EXPECT_THROW(r.pread(buf.data(), 10, 0, 4096, 0, true, nullptr).get(), std::invalid_argument);
+  EXPECT_EQ(r.pread(nullptr, 0).get(), 0U);  // nothing to do is fine
+  // Writing through a read-only handle.
+  try {
+    (void)r.pwrite(buf.data(), 10).get();
+    FAIL();
+  } catch (kvikio::GenericSystemError const& e) {
+    EXPECT_EQ(e.code().value(), EBADF);
+    EXPECT_NE(std::string{e.what()}.find("\"r\""), std::string::npos) << e.what();
+  }
+}
+
+TEST(FileHandleErrors, ReadPastEndNamesOffsetSizeAndFileSize)
+{
+  TempDir dir;
+  auto const path = dir.file("f");
+  write_file(path, pattern(1000, 3));
+  FileHandle r{path, "r"};
+  std::vector<std::uint8_t> buf(2000, poison);
+  try {
+    (void)r.pread(buf.data(), 200, 900).get();
+    FAIL();
+  } catch (std::out_of_range const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("offset 900"), std::string::npos) << what;
+    EXPECT_NE(what.find("1000 bytes"), std::string::npos) << what;
+  }
+  // The 100 bytes that exist were read; nothing beyond the request was touched.
+  auto const expected = pattern(1000, 3);
+  EXPECT_EQ(0, std::memcmp(buf.data(), expected.data() + 900, 100));
+  for (std::size_t i = 200; i < buf.size(); ++i) {
+    ASSERT_EQ(buf[i], poison) << i;
+  }
+}
+
+// Round trips over sizes and offsets, parameterised by memory kind, threads and O_DIRECT.
+using RoundTripParam = std::tuple<bool /*device*/, unsigned /*threads*/, bool /*direct*/>;
+
+class RoundTrip : public kvikio::test::OnDevice, public ::testing::WithParamInterface<RoundTripParam> {
+ protected:
+  void SetUp() override
+  {
+    auto const [device, threads, direct] = GetParam();
+    if (device) {
+      OnDevice::SetUp();
+      if (IsSkipped()) { return; }
+    }
+    kvikio::defaults::set_thread_pool_nthreads(threads);
+    kvikio::defaults::set_auto_direct_io_read(direct);
+    kvikio::defaults::set_auto_direct_io_write(direct);
+  }
+  void TearDown() override
+  {
+    if (std::get<0>(GetParam())) { OnDevice::TearDown(); }
+  }
+
+  // A destination of `size` bytes with guards, in the memory kind under test.
+  struct Destination {
+    bool device;
+    std::size_t size;
+    std::vector<std::uint8_t> host;
+    std::unique_ptr<kvikio::test::DeviceBuffer> dev;
+    Destination(bool device_, std::size_t size_) : device{device_}, size{size_}
+    {
+      if (device) {
+        dev = std::make_unique<kvikio::test::DeviceBuffer>(size + 2 * guard);
+        std::vector<std::uint8_t> fill(size + 2 * guard, poison);
+        KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev->ptr, fill.data(), fill.size()));
+      } else {
+        host.assign(size + 2 * guard, poison);
+      }
+    }
+    void* data(std::size_t offset = 0)
+    {
+      return device ? static_cast<void*>(static_cast<char*>(dev->get()) + guard + offset)
+                    : static_cast<void*>(host.data() + guard + offset);
+    }
+    std::vector<std::uint8_t> contents()  // guards included
+    {
+      if (!device) { return host; }
+      std::vector<std::uint8_t> out(size + 2 * guard);
+      KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(out.data(), dev->ptr, out.size()));
+      return out;
+    }
+    void fill(std::vector<std::uint8_t> const& bytes, std::size_t offset)
+    {
+      if (device) {
+        KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev->ptr + guard + offset, bytes.data(), bytes.size()));
+      } else {
+        std::memcpy(host.data() + guard + offset, bytes.data(), bytes.size());
+      }
+    }
+  };
+};
+
+TEST_P(RoundTrip, PreadIntoPoisonedDestination)
+{
+  bool const device = std::get<0>(GetParam());
+  std::size_t const task = 64 << 10;
+  TempDir dir;
+  auto const path     = dir.file("f");
+  auto const content  = pattern(4 * task + 4096, 4);
+  write_file(path, content);
+  FileHandle f{path, "r"};
+  for (std::size_t size : awkward_sizes()) {
+    for (std::size_t file_offset : {std::size_t{0}, std::size_t{7}, kvikio::detail::page_size()}) {
+      for (std::size_t buf_offset : {std::size_t{0}, std::size_t{3}}) {
+        SCOPED_TRACE("size " + std::to_string(size) + " file offset " + std::to_string(file_offset) +
+                     " buffer offset " + std::to_string(buf_offset));
+        Destination dst{device, size + buf_offset};
+        auto future = f.pread(dst.data(buf_offset), size, file_offset, task, /*gds_threshold=*/4096);
+        ASSERT_EQ(future.get(), size);
+        auto const got = dst.contents();
+        for (std::size_t i = 0; i < guard + buf_offset; ++i) {
+          ASSERT_EQ(got[i], poison) << "byte before the destination was written: " << i;
+        }
+        ASSERT_EQ(0, std::memcmp(got.data() + guard + buf_offset, content.data() + file_offset, size));
+        for (std::size_t i = guard + buf_offset + size; i < got.size(); ++i) {
+          ASSERT_EQ(got[i], poison) << "byte after the destination was written: " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(RoundTrip, PwriteThenReadBackWithPosix)
+{
+  bool const device = std::get<0>(GetParam());
+  std::size_t const task = 64 << 10;
+  TempDir dir;
+  for (std::size_t size : awkward_sizes()) {
+    for (std::size_t file_offset : {std::size_t{0}, std::size_t{5}, kvikio::detail::page_size() * 2}) {
+      SCOPED_TRACE("size " + std::to_string(size) + " file offset " + std::to_string(file_offset));
+      auto const path    = dir.file("w" + std::to_string(size) + "_" + std::to_string(file_offset));
+      auto const content = pattern(size, static_cast<std::uint32_t>(size + file_offset));
+      Destination src{device, size};
+      src.fill(content, 0);
+      // A file with a prefix that must survive, written with "r+".
+      auto const prefix = pattern(file_offset, 99);
+      write_file(path, prefix);
+      FileHandle f{path, "r+"};
+      ASSERT_EQ(f.pwrite(src.data(), size, file_offset, task, 4096).get(), size);
+      EXPECT_EQ(f.nbytes(), file_offset + size);
+      f.close();
+      auto const on_disk = read_file(path);
+      ASSERT_EQ(on_disk.size(), file_offset + size);
+      ASSERT_EQ(0, std::memcmp(on_disk.data(), prefix.data(), file_offset));
+      ASSERT_EQ(0, std::memcmp(on_disk.data() + file_offset, content.data(), size));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+  MemoryThreadsDirect,
+  RoundTrip,
+  ::testing::Combine(::testing::Bool(), ::testing::Values(1U, 4U), ::testing::Bool()),
+  [](auto const& info) {
+    return std::string{std::get<0>(info.param) ? "device" : "host"} + "_" + std::to_string(std::get<1>(info.param)) +
+           "threads_" + (std::get<2>(info.param) ? "direct" : "buffered");
+  });
+
+TEST(FileHandleDirect, DirectDescriptorOnDiskBackedFiles)
+{
+  TempDir dir;
+  FileHandle f{dir.file("f"), "w"};
+  if (!f.is_direct_io_supported()) {
+    GTEST_SKIP() << "the temp directory's file system refuses O_DIRECT (tmpfs does)";
+  }
+  EXPECT_GE(f.fd(true), 0);
+  EXPECT_NE(f.fd(true), f.fd());
+}
+
+TEST(FileHandleThreads, ManyConcurrentCallersOnOneHandle)
+{
+  TempDir dir;
+  auto const path    = dir.file("f");
+  std::size_t const n = 1 << 20;
+  auto const content = pattern(n, 8);
+  write_file(path, content);
+  kvikio::defaults::set_thread_pool_nthreads(8);
+  FileHandle f{path, "r"};
+  std::vector<std::thread> callers;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 6; ++t) {
+    callers.emplace_back([&, t] {
+      std::vector<std::uint8_t> buf(n / 2, poison);
+      std::size_t const offset = static_cast<std::size_t>(t) * 4097;
+      if (f.pread(buf.data(), buf.size(), offset, 16 << 10).get() != buf.size() ||
+          std::memcmp(buf.data(), content.data() + offset, buf.size()) != 0) {
+        ++wrong;
+      }
+    });
+  }
+  for (auto& c : callers) {
+    c.join();
+  }
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(FileHandleThreads, PerBlockDevicePool)
+{
+  TempDir dir;
+  auto const path = dir.file("f");
+  auto const content = pattern(300000, 9);
+  write_file(path, content);
+  kvikio::defaults::set_thread_pool_per_block_device(true);
+  FileHandle f{path, "r"};
+  std::vector<std::uint8_t> buf(content.size(), poison);
+  EXPECT_EQ(f.pread(buf.data(), buf.size(), 0, 4096).get(), buf.size());
+  EXPECT_EQ(buf, content);
+  kvikio::defaults::set_thread_pool_per_block_device(false);
+}
+
+using kvikio::test::OnDevice;
+
+TEST_F(OnDevice, ReadAndWriteAsync)
+{
+  {
+    TempDir dir;
+    auto const path     = dir.file("f");
+    std::size_t const n = 100000;
+    auto const content  = pattern(n, 10);
+    write_file(path, content);
+    kvikio::test::DeviceBuffer dev{n};
+    kvikio::test::Stream stream;
+    FileHandle f{path, "r+"};
+    auto future = f.read_async(dev.get(), n, 0, 0, stream.handle);
+    EXPECT_EQ(future.check_bytes_done(), n);
+    std::vector<std::uint8_t> back(n, poison);
+    KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, n));
+    EXPECT_EQ(back, content);
+    auto wfuture = f.write_async(dev.get(), 1000, static_cast<off_t>(n), 0, stream.handle);
+    EXPECT_EQ(wfuture.check_bytes_done(), 1000U);
+    EXPECT_EQ(f.nbytes(), n + 1000);
+    f.close();
+    auto const disk = read_file(path);
+    EXPECT_EQ(0, std::memcmp(disk.data() + n, content.data(), 1000));
+  }
+}
+
+TEST_F(OnDevice, BounceBufferPoolReturnsAndResizes)
+{
+  auto& pool = kvikio::BounceBufferPool<>::instance();
+  pool.clear();
+  kvikio::defaults::set_bounce_buffer_size(1 << 16);
+  {
+    auto a = pool.get();
+    auto b = pool.get();
+    EXPECT_EQ(a.size(), 1U << 16);
+    EXPECT_NE(a.get(), b.get());
+    EXPECT_EQ(pool.num_free_buffers(), 0U);
+  }
+  EXPECT_EQ(pool.num_free_buffers(), 2U);
+  {
+    auto c = pool.get();  // reused
+    EXPECT_EQ(pool.num_free_buffers(), 1U);
+  }
+  kvikio::defaults::set_bounce_buffer_size(1 << 15);
+  {
+    auto d = pool.get();  // the old ones no longer fit and are freed
+    EXPECT_EQ(d.size(), 1U << 15);
+    EXPECT_EQ(pool.num_free_buffers(), 0U);
+  }
+  EXPECT_EQ(pool.clear(), 1U);
+}
+
+}  // namespace
