@@ -22,4 +22,14 @@ timeout 400 ctest --test-dir build/release -j 8 --output-on-failure --timeout 12
 tail -n 25 "$OUT/ctest.log"
 timeout 120 build/release/cpp/examples/basic_io --size 4294967296 --dir /tmp 2>&1 | tee "$OUT/demo.log" \
   || status=1
+
+# Benchmarks (BENCH=1): reads of a hot 8 GiB file into host and device memory, threads 1-16.
+if [[ ${BENCH:-0} == 1 ]]; then
+  bench=build/release/cpp/benchmarks/kvikio_bench
+  file=/tmp/kvikio-bench.bin
+  for mem in host device; do
+    timeout 300 $bench local read --file $file --size 8GiB --threads 1,2,4,8,16 --task-size 4MiB \
+      --mem $mem --repeat ${REPEAT:-5} --create --json "$OUT/bench.jsonl" 2>&1 | tee -a "$OUT/bench.log" || status=1
+  done
+fi
 exit $status

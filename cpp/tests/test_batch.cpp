@@ -22,9 +22,9 @@ namespace {
 TEST_F(OnDevice, BatchReadsAndWrites)
 {
   kvikio::test::TempDir dir;
-  auto const path    = dir.file("f");
+  auto const path     = dir.file("f");
   std::size_t const n = 64 << 10;
-  auto const content = pattern(4 * n, 13);
+  auto const content  = pattern(4 * n, 13);
   kvikio::test::write_file(path, content);
   kvikio::FileHandle f{path, "r+"};
   kvikio::test::DeviceBuffer dev{4 * n};
@@ -32,7 +32,8 @@ TEST_F(OnDevice, BatchReadsAndWrites)
   std::vector<kvikio::BatchOp> reads;
   for (int i = 0; i < 4; ++i) {
     // Chunk i of the file goes to slot 3 - i of the buffer.
-    reads.push_back({f, dev.get(), static_cast<off_t>(i * n), static_cast<off_t>((3 - i) * n), n, CUFILE_READ});
+    reads.push_back(
+      {f, dev.get(), static_cast<off_t>(i * n), static_cast<off_t>((3 - i) * n), n, CUFILE_READ});
   }
   batch.submit(reads);
   std::vector<CUfileIOEvents_t> events;

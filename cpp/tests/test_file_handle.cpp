@@ -108,7 +108,9 @@ TEST(FileHandleOpen, CloseAndMove)
 
 TEST(FileHandleOpen, CompatModeOffWithoutCufileSaysWhy)
 {
-  if (kvikio::detail::is_cufile_usable()) { GTEST_SKIP() << "cuFile is usable here, so OFF succeeds"; }
+  if (kvikio::detail::is_cufile_usable()) {
+    GTEST_SKIP() << "cuFile is usable here, so OFF succeeds";
+  }
   TempDir dir;
   try {
     FileHandle f{dir.file("f"), "w", FileHandle::m644, kvikio::CompatMode::OFF};
@@ -172,7 +174,8 @@ TEST(FileHandleErrors, ReadPastEndNamesOffsetSizeAndFileSize)
 // Round trips over sizes and offsets, parameterised by memory kind, threads and O_DIRECT.
 using RoundTripParam = std::tuple<bool /*device*/, unsigned /*threads*/, bool /*direct*/>;
 
-class RoundTrip : public kvikio::test::OnDevice, public ::testing::WithParamInterface<RoundTripParam> {
+class RoundTrip : public kvikio::test::OnDevice,
+                  public ::testing::WithParamInterface<RoundTripParam> {
  protected:
   void SetUp() override
   {
@@ -221,7 +224,8 @@ class RoundTrip : public kvikio::test::OnDevice, public ::testing::WithParamInte
     void fill(std::vector<std::uint8_t> const& bytes, std::size_t offset)
     {
       if (device) {
-        KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev->ptr + guard + offset, bytes.data(), bytes.size()));
+        KVIKIO_CUDA_DRIVER_TRY(
+          api().MemcpyHtoD(dev->ptr + guard + offset, bytes.data(), bytes.size()));
       } else {
         std::memcpy(host.data() + guard + offset, bytes.data(), bytes.size());
       }
@@ -231,26 +235,28 @@ class RoundTrip : public kvikio::test::OnDevice, public ::testing::WithParamInte
 
 TEST_P(RoundTrip, PreadIntoPoisonedDestination)
 {
-  bool const device = std::get<0>(GetParam());
+  bool const device      = std::get<0>(GetParam());
   std::size_t const task = 64 << 10;
   TempDir dir;
-  auto const path     = dir.file("f");
-  auto const content  = pattern(4 * task + 4096, 4);
+  auto const path    = dir.file("f");
+  auto const content = pattern(4 * task + 4096, 4);
   write_file(path, content);
   FileHandle f{path, "r"};
   for (std::size_t size : awkward_sizes()) {
     for (std::size_t file_offset : {std::size_t{0}, std::size_t{7}, kvikio::detail::page_size()}) {
       for (std::size_t buf_offset : {std::size_t{0}, std::size_t{3}}) {
-        SCOPED_TRACE("size " + std::to_string(size) + " file offset " + std::to_string(file_offset) +
-                     " buffer offset " + std::to_string(buf_offset));
+        SCOPED_TRACE("size " + std::to_string(size) + " file offset " +
+                     std::to_string(file_offset) + " buffer offset " + std::to_string(buf_offset));
         Destination dst{device, size + buf_offset};
-        auto future = f.pread(dst.data(buf_offset), size, file_offset, task, /*gds_threshold=*/4096);
+        auto future =
+          f.pread(dst.data(buf_offset), size, file_offset, task, /*gds_threshold=*/4096);
         ASSERT_EQ(future.get(), size);
         auto const got = dst.contents();
         for (std::size_t i = 0; i < guard + buf_offset; ++i) {
           ASSERT_EQ(got[i], poison) << "byte before the destination was written: " << i;
         }
-        ASSERT_EQ(0, std::memcmp(got.data() + guard + buf_offset, content.data() + file_offset, size));
+        ASSERT_EQ(0,
+                  std::memcmp(got.data() + guard + buf_offset, content.data() + file_offset, size));
         for (std::size_t i = guard + buf_offset + size; i < got.size(); ++i) {
           ASSERT_EQ(got[i], poison) << "byte after the destination was written: " << i;
         }
@@ -261,11 +267,12 @@ TEST_P(RoundTrip, PreadIntoPoisonedDestination)
 
 TEST_P(RoundTrip, PwriteThenReadBackWithPosix)
 {
-  bool const device = std::get<0>(GetParam());
+  bool const device      = std::get<0>(GetParam());
   std::size_t const task = 64 << 10;
   TempDir dir;
   for (std::size_t size : awkward_sizes()) {
-    for (std::size_t file_offset : {std::size_t{0}, std::size_t{5}, kvikio::detail::page_size() * 2}) {
+    for (std::size_t file_offset :
+         {std::size_t{0}, std::size_t{5}, kvikio::detail::page_size() * 2}) {
       SCOPED_TRACE("size " + std::to_string(size) + " file offset " + std::to_string(file_offset));
       auto const path    = dir.file("w" + std::to_string(size) + "_" + std::to_string(file_offset));
       auto const content = pattern(size, static_cast<std::uint32_t>(size + file_offset));
@@ -286,14 +293,16 @@ TEST_P(RoundTrip, PwriteThenReadBackWithPosix)
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-  MemoryThreadsDirect,
-  RoundTrip,
-  ::testing::Combine(::testing::Bool(), ::testing::Values(1U, 4U), ::testing::Bool()),
-  [](auto const& info) {
-    return std::string{std::get<0>(info.param) ? "device" : "host"} + "_" + std::to_string(std::get<1>(info.param)) +
-           "threads_" + (std::get<2>(info.param) ? "direct" : "buffered");
-  });
+INSTANTIATE_TEST_SUITE_P(MemoryThreadsDirect,
+                         RoundTrip,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(1U, 4U),
+                                            ::testing::Bool()),
+                         [](auto const& info) {
+                           return std::string{std::get<0>(info.param) ? "device" : "host"} + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "threads_" +
+                                  (std::get<2>(info.param) ? "direct" : "buffered");
+                         });
 
 TEST(FileHandleDirect, DirectDescriptorOnDiskBackedFiles)
 {
@@ -309,9 +318,9 @@ TEST(FileHandleDirect, DirectDescriptorOnDiskBackedFiles)
 TEST(FileHandleThreads, ManyConcurrentCallersOnOneHandle)
 {
   TempDir dir;
-  auto const path    = dir.file("f");
+  auto const path     = dir.file("f");
   std::size_t const n = 1 << 20;
-  auto const content = pattern(n, 8);
+  auto const content  = pattern(n, 8);
   write_file(path, content);
   kvikio::defaults::set_thread_pool_nthreads(8);
   FileHandle f{path, "r"};
@@ -336,7 +345,7 @@ TEST(FileHandleThreads, ManyConcurrentCallersOnOneHandle)
 TEST(FileHandleThreads, PerBlockDevicePool)
 {
   TempDir dir;
-  auto const path = dir.file("f");
+  auto const path    = dir.file("f");
   auto const content = pattern(300000, 9);
   write_file(path, content);
   kvikio::defaults::set_thread_pool_per_block_device(true);

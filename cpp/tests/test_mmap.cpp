@@ -68,8 +68,8 @@ TEST_F(Mmap, OutOfRangeAndBadInput)
   EXPECT_THROW((MmapHandle{path_, "w"}), std::invalid_argument);
   EXPECT_THROW((MmapHandle{dir_.file("missing")}), kvikio::GenericSystemError);
   MmapHandle m{path_, "r", 1000, 1000};
-  EXPECT_THROW(m.read(buf.data(), 10, 999), std::out_of_range);    // before the mapping
-  EXPECT_THROW(m.read(buf.data(), 11, 1990), std::out_of_range);   // past its end
+  EXPECT_THROW(m.read(buf.data(), 10, 999), std::out_of_range);   // before the mapping
+  EXPECT_THROW(m.read(buf.data(), 11, 1990), std::out_of_range);  // past its end
   EXPECT_THROW(m.read(buf.data(), 1, 2001), std::out_of_range);
   EXPECT_EQ(m.read(buf.data(), 10, 1990), 10U);
   EXPECT_THROW(m.read(nullptr, 10, 1000), std::invalid_argument);

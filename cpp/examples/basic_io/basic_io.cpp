@@ -1,8 +1,9 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  *
- * basic_io: what KvikIO sees on this machine, then a parallel read of a file of random bytes on
- * KvikIO's thread pool, checked byte for byte.
+ * basic_io: what KvikIO sees on this machine, then a round trip through FileHandle: a file of
+ * random bytes written with pwrite from host memory, read back with pread into device memory
+ * when a GPU is present (host memory otherwise), and checked byte for byte.
  *
  *   basic_io [--size BYTES] [--dir DIRECTORY]
  *
@@ -14,16 +15,18 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <future>
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include <kvikio/cufile/driver.hpp>
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/nvtx.hpp>
 #include <kvikio/error.hpp>
+#include <kvikio/file_handle.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/shim/cufile.hpp>
+#include <kvikio/utils.hpp>
 #include <kvikio/version_config.hpp>
 
 namespace {
@@ -39,6 +42,13 @@ void fill_random(std::uint8_t* out, std::size_t nbytes, std::size_t offset)
     z ^= z >> 31;
     out[i] = static_cast<std::uint8_t>(z >> (8 * ((offset + i) % 8)));
   }
+}
+
+int device_count()
+{
+  int count = 0;
+  KVIKIO_CUDA_DRIVER_TRY(kvikio::cudaAPI::instance().DeviceGetCount(&count));
+  return count;
 }
 
 void print_environment()
@@ -85,7 +95,16 @@ void print_environment()
               << "); host memory only\n";
   }
   if (kvikio::is_cufile_library_available()) {
-    std::cout << "cuFile: libcufile.so.0 found, version " << kvikio::cufile_version() << "\n";
+    std::cout << "cuFile: libcufile.so.0 found, version " << kvikio::cufile_version() << "; ";
+    if (kvikio::detail::is_cufile_usable()) {
+      kvikio::DriverProperties props;
+      std::cout << "driver open, GDS (nvidia-fs) "
+                << (props.is_gds_available() ? "available" : "not available")
+                << ", compat mode AUTO resolves to "
+                << (kvikio::defaults::is_compat_mode_preferred() ? "POSIX" : "cuFile") << "\n";
+    } else {
+      std::cout << "not usable: " << kvikio::detail::cufile_unusable_reason() << "\n";
+    }
   } else {
     std::cout << "cuFile: not available (" << kvikio::detail::cufile_unavailable_reason() << ")\n";
   }
@@ -111,62 +130,63 @@ int main(int argc, char** argv)
 
   try {
     print_environment();
+    bool const on_gpu = kvikio::is_cuda_available() && device_count() > 0;
 
-    // Write the file with plain POSIX calls, independently of the library.
     std::string path = dir + "/kvikio-basic-io-XXXXXX";
-    int const fd     = ::mkstemp(path.data());
-    KVIKIO_SYSCALL_CHECK(fd, "mkstemp(" + path + ")");
-    ::unlink(path.c_str());  // the file disappears when the descriptor is closed
-    {
-      std::vector<std::uint8_t> block(std::size_t{1} << 20);
-      for (std::size_t off = 0; off < nbytes; off += block.size()) {
-        auto const n = std::min(block.size(), nbytes - off);
-        fill_random(block.data(), n, off);
-        KVIKIO_EXPECT(
-          ::pwrite(fd, block.data(), n, static_cast<off_t>(off)) == static_cast<ssize_t>(n),
-          "short write while generating the file");
-      }
-    }
+    int const tmp_fd = ::mkstemp(path.data());
+    KVIKIO_SYSCALL_CHECK(tmp_fd, "mkstemp(" + path + ")");
+    ::close(tmp_fd);
 
-    // Read it back in task_size chunks on the thread pool, into a poisoned buffer.
-    std::vector<std::uint8_t> data(nbytes, 0xA5);
-    auto& pool           = kvikio::defaults::thread_pool();
-    auto const task_size = kvikio::defaults::task_size();
-    auto const start     = std::chrono::steady_clock::now();
-    std::vector<std::future<void>> tasks;
-    for (std::size_t off = 0; off < nbytes; off += task_size) {
-      auto const n = std::min(task_size, nbytes - off);
-      tasks.push_back(pool.submit_task([fd, off, n, &data] {
-        KVIKIO_NVTX_SCOPED_RANGE("basic_io read chunk");
-        std::size_t done = 0;
-        while (done < n) {
-          ssize_t const got =
-            ::pread(fd, data.data() + off + done, n - done, static_cast<off_t>(off + done));
-          KVIKIO_SYSCALL_CHECK(got, "pread");
-          KVIKIO_EXPECT(got > 0, "unexpected end of file");
-          done += static_cast<std::size_t>(got);
-        }
-      }));
+    // Write: random bytes from host memory, in parallel.
+    std::vector<std::uint8_t> data(nbytes);
+    fill_random(data.data(), nbytes, 0);
+    auto seconds = [](auto start) {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    auto start = std::chrono::steady_clock::now();
+    {
+      kvikio::FileHandle out{path, "w"};
+      KVIKIO_EXPECT(out.pwrite(data.data(), nbytes).get() == nbytes, "short write");
     }
-    for (auto& t : tasks) {
-      t.get();
+    double const write_s = seconds(start);
+
+    // Read back into poisoned memory: device memory on a GPU, host memory otherwise.
+    std::vector<std::uint8_t> back(nbytes, 0xA5);
+    kvikio::FileHandle in{path, "r"};
+    double read_s = 0;
+    if (on_gpu) {
+      auto& api = kvikio::cudaAPI::instance();
+      kvikio::PushAndPopContext const context{kvikio::get_primary_cuda_context(0)};
+      CUdeviceptr dev{};
+      KVIKIO_CUDA_DRIVER_TRY(api.MemAlloc(&dev, std::max<std::size_t>(nbytes, 1)));
+      KVIKIO_CUDA_DRIVER_TRY(api.MemsetD8(dev, 0xA5, nbytes));
+      start                 = std::chrono::steady_clock::now();
+      std::size_t const got = in.pread(reinterpret_cast<void*>(dev), nbytes).get();
+      read_s                = seconds(start);
+      KVIKIO_EXPECT(got == nbytes, "short read");
+      KVIKIO_CUDA_DRIVER_TRY(api.MemcpyDtoH(back.data(), dev, nbytes));
+      KVIKIO_CUDA_DRIVER_TRY(api.MemFree(dev));
+    } else {
+      start = std::chrono::steady_clock::now();
+      KVIKIO_EXPECT(in.pread(back.data(), nbytes).get() == nbytes, "short read");
+      read_s = seconds(start);
     }
-    double const seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    ::close(fd);
+    in.close();
+    ::unlink(path.c_str());
 
     std::vector<std::uint8_t> expected(std::size_t{1} << 20);
     for (std::size_t off = 0; off < nbytes; off += expected.size()) {
       auto const n = std::min(expected.size(), nbytes - off);
       fill_random(expected.data(), n, off);
-      if (std::memcmp(expected.data(), data.data() + off, n) != 0) {
+      if (std::memcmp(expected.data(), back.data() + off, n) != 0) {
         std::cerr << "MISMATCH in the MiB at offset " << off << "\n";
         return 1;
       }
     }
-    std::cout << "read " << nbytes << " bytes with " << pool.get_thread_count() << " thread(s) in "
-              << tasks.size() << " tasks: " << nbytes / seconds / 1e9
-              << " GB/s, every byte verified\n";
+    std::cout << "wrote " << nbytes << " bytes from host memory at " << nbytes / write_s / 1e9
+              << " GB/s; read them into " << (on_gpu ? "device" : "host") << " memory at "
+              << nbytes / read_s / 1e9 << " GB/s with " << kvikio::defaults::thread_pool_nthreads()
+              << " thread(s); every byte verified\n";
   } catch (std::exception const& e) {
     std::cerr << "basic_io failed: " << e.what() << "\n";
     return 1;

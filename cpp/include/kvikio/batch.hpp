@@ -64,7 +64,9 @@ class BatchHandle {
    * @brief Completed operations, each reported once: waits until at least `min_nr` are
    * complete (or `timeout` passes; null waits as long as it takes), returns at most `max_nr`.
    */
-  std::vector<CUfileIOEvents_t> status(unsigned min_nr, unsigned max_nr, struct timespec* timeout = nullptr);
+  std::vector<CUfileIOEvents_t> status(unsigned min_nr,
+                                       unsigned max_nr,
+                                       struct timespec* timeout = nullptr);
 
   /// @brief Cancels what has not started (pool) or asks cuFile to cancel.
   void cancel();

@@ -28,7 +28,9 @@ void buffer_register(void const* devPtr_base,
 void buffer_deregister(void const* devPtr_base);
 
 /// @brief buffer_register() of the whole allocation that contains `devPtr`.
-void memory_register(void const* devPtr, int flags = 0, std::vector<int> const& errors_to_ignore = {});
+void memory_register(void const* devPtr,
+                     int flags                                = 0,
+                     std::vector<int> const& errors_to_ignore = {});
 
 /// @brief buffer_deregister() of the whole allocation that contains `devPtr`.
 void memory_deregister(void const* devPtr);

@@ -165,7 +165,10 @@ class FileHandle {
 
  private:
   void check_open() const;
-  void check_range(void const* buf, std::size_t size, std::size_t file_offset, char const* what) const;
+  void check_range(void const* buf,
+                   std::size_t size,
+                   std::size_t file_offset,
+                   char const* what) const;
   void check_writable() const;
   void grew_to(std::size_t end) noexcept;
   [[nodiscard]] ThreadPool* pool_for(ThreadPool* requested) const;

@@ -63,7 +63,9 @@ class MmapHandle {
    * @param size default: from `offset` to the end of the mapping.
    * @throws std::out_of_range if `[offset, offset + size)` is not within the mapping.
    */
-  std::size_t read(void* buf, std::optional<std::size_t> size = std::nullopt, std::size_t offset = 0);
+  std::size_t read(void* buf,
+                   std::optional<std::size_t> size = std::nullopt,
+                   std::size_t offset              = 0);
 
   /// @brief read() in parallel tasks of `task_size` on `thread_pool`.
   std::future<std::size_t> pread(void* buf,
@@ -73,7 +75,9 @@ class MmapHandle {
                                  ThreadPool* thread_pool         = &defaults::thread_pool());
 
  private:
-  std::size_t checked_size(std::optional<std::size_t> size, std::size_t offset, void const* buf) const;
+  std::size_t checked_size(std::optional<std::size_t> size,
+                           std::size_t offset,
+                           void const* buf) const;
   void copy_out(std::byte* dst, std::size_t size, std::size_t offset, bool device) const;
 
   std::string path_;

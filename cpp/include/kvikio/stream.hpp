@@ -27,7 +27,8 @@ namespace kvikio {
 class StreamFuture {
  public:
   StreamFuture() noexcept = default;
-  StreamFuture(void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream);
+  StreamFuture(
+    void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream);
   StreamFuture(StreamFuture&&) noexcept            = default;
   StreamFuture& operator=(StreamFuture&&) noexcept = default;
   StreamFuture(StreamFuture const&)                = delete;
@@ -35,7 +36,8 @@ class StreamFuture {
   ~StreamFuture() noexcept;
 
   /// @brief (devPtr_base, &size, &file_offset, &devPtr_offset, &bytes_done, stream).
-  [[nodiscard]] std::tuple<void*, std::size_t*, off_t*, off_t*, ssize_t*, CUstream> get_args() const;
+  [[nodiscard]] std::tuple<void*, std::size_t*, off_t*, off_t*, ssize_t*, CUstream> get_args()
+    const;
 
   /**
    * @brief Synchronises the stream and returns the bytes moved.

@@ -21,20 +21,23 @@ bool cufile_batch_available()
 {
   if (defaults::is_compat_mode_preferred()) { return false; }
   auto& api = cuFileAPI::instance();
-  return api.BatchIOSetUp != nullptr && api.BatchIOSubmit != nullptr && api.BatchIOGetStatus != nullptr &&
-         api.BatchIOCancel != nullptr && api.BatchIODestroy != nullptr;
+  return api.BatchIOSetUp != nullptr && api.BatchIOSubmit != nullptr &&
+         api.BatchIOGetStatus != nullptr && api.BatchIOCancel != nullptr &&
+         api.BatchIODestroy != nullptr;
 }
 
 }  // namespace
 
 BatchHandle::BatchHandle(int max_num_events) : max_num_events_{max_num_events}, closed_{false}
 {
-  KVIKIO_EXPECT(max_num_events > 0,
-                "BatchHandle: max_num_events must be positive, got " + std::to_string(max_num_events),
-                std::invalid_argument);
+  KVIKIO_EXPECT(
+    max_num_events > 0,
+    "BatchHandle: max_num_events must be positive, got " + std::to_string(max_num_events),
+    std::invalid_argument);
   use_cufile_ = cufile_batch_available();
   if (use_cufile_) {
-    KVIKIO_CUFILE_TRY(cuFileAPI::instance().BatchIOSetUp(&cufile_batch_, static_cast<unsigned>(max_num_events)));
+    KVIKIO_CUFILE_TRY(
+      cuFileAPI::instance().BatchIOSetUp(&cufile_batch_, static_cast<unsigned>(max_num_events)));
   }
   cancelled_ = std::make_shared<std::atomic<bool>>(false);
 }
@@ -99,14 +102,14 @@ void BatchHandle::submit(std::vector<BatchOp> const& operations)
       KVIKIO_EXPECT(!op.file_handle.get_compat_mode_manager().is_compat_mode_preferred(),
                     "BatchHandle::submit: a file of this cuFile batch uses POSIX I/O (compat mode)",
                     std::invalid_argument);
-      params[i].mode                    = CUFILE_BATCH;
-      params[i].u.batch.devPtr_base     = op.devPtr_base;
-      params[i].u.batch.file_offset     = op.file_offset;
-      params[i].u.batch.devPtr_offset   = op.devPtr_offset;
-      params[i].u.batch.size            = op.size;
-      params[i].fh                      = op.file_handle.handle();
-      params[i].opcode                  = op.opcode;
-      params[i].cookie                  = reinterpret_cast<void*>(i);
+      params[i].mode                  = CUFILE_BATCH;
+      params[i].u.batch.devPtr_base   = op.devPtr_base;
+      params[i].u.batch.file_offset   = op.file_offset;
+      params[i].u.batch.devPtr_offset = op.devPtr_offset;
+      params[i].u.batch.size          = op.size;
+      params[i].fh                    = op.file_handle.handle();
+      params[i].opcode                = op.opcode;
+      params[i].cookie                = reinterpret_cast<void*>(i);
     }
     KVIKIO_CUFILE_TRY(cuFileAPI::instance().BatchIOSubmit(
       cufile_batch_, static_cast<unsigned>(params.size()), params.data(), 0));
@@ -142,13 +145,16 @@ void BatchHandle::submit(std::vector<BatchOp> const& operations)
   }
 }
 
-std::vector<CUfileIOEvents_t> BatchHandle::status(unsigned min_nr, unsigned max_nr, struct timespec* timeout)
+std::vector<CUfileIOEvents_t> BatchHandle::status(unsigned min_nr,
+                                                  unsigned max_nr,
+                                                  struct timespec* timeout)
 {
   KVIKIO_EXPECT(!closed_, "BatchHandle::status: the batch is closed");
   if (use_cufile_) {
     std::vector<CUfileIOEvents_t> events(max_nr);
     unsigned nr = max_nr;
-    KVIKIO_CUFILE_TRY(cuFileAPI::instance().BatchIOGetStatus(cufile_batch_, min_nr, &nr, events.data(), timeout));
+    KVIKIO_CUFILE_TRY(
+      cuFileAPI::instance().BatchIOGetStatus(cufile_batch_, min_nr, &nr, events.data(), timeout));
     events.resize(nr);
     cufile_in_flight_ -= std::min<std::size_t>(cufile_in_flight_, nr);
     return events;

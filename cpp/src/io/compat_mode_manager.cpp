@@ -30,18 +30,22 @@ CompatModeManager::CompatModeManager(std::string const& file_path, int fd, Compa
       return;
     }
     cufile_handle_ = nullptr;
-    why_not        = "cuFileHandleRegister failed: " + detail::cufile_error_description(r.err, r.cu_err);
+    why_not = "cuFileHandleRegister failed: " + detail::cufile_error_description(r.err, r.cu_err);
   }
-  KVIKIO_EXPECT(requested != CompatMode::OFF,
-                "compat mode is OFF (KVIKIO_COMPAT_MODE or the compat_mode argument) but cuFile cannot "
-                "serve " + file_path + ": " + why_not);
+  KVIKIO_EXPECT(
+    requested != CompatMode::OFF,
+    "compat mode is OFF (KVIKIO_COMPAT_MODE or the compat_mode argument) but cuFile cannot "
+    "serve " +
+      file_path + ": " + why_not);
   KVIKIO_LOG_INFO("using POSIX I/O for ", file_path, " (compat mode AUTO): ", why_not);
 }
 
 CompatModeManager::~CompatModeManager() noexcept { release(); }
 
 CompatModeManager::CompatModeManager(CompatModeManager&& o) noexcept
-  : requested_{o.requested_}, compat_{o.compat_}, cufile_handle_{std::exchange(o.cufile_handle_, nullptr)}
+  : requested_{o.requested_},
+    compat_{o.compat_},
+    cufile_handle_{std::exchange(o.cufile_handle_, nullptr)}
 {
 }
 
@@ -68,7 +72,8 @@ bool CompatModeManager::is_compat_mode_preferred() const noexcept { return compa
 
 bool CompatModeManager::is_compat_mode_preferred_for_async() const noexcept
 {
-  return compat_ || cuFileAPI::instance().ReadAsync == nullptr || cuFileAPI::instance().WriteAsync == nullptr;
+  return compat_ || cuFileAPI::instance().ReadAsync == nullptr ||
+         cuFileAPI::instance().WriteAsync == nullptr;
 }
 
 CompatMode CompatModeManager::compat_mode_requested() const noexcept { return requested_; }

@@ -48,9 +48,9 @@ std::size_t cufile_bytes(ssize_t ret, std::size_t size, std::size_t file_offset,
                           detail::cufile_error_description(static_cast<int>(-ret), CUDA_SUCCESS)};
   }
   if (static_cast<std::size_t>(ret) < size) {
-    throw std::out_of_range("KvikIO: " + std::string{what} + " moved " + std::to_string(ret) + " of " +
-                            std::to_string(size) + " bytes at offset " + std::to_string(file_offset) +
-                            " (end of file?)");
+    throw std::out_of_range("KvikIO: " + std::string{what} + " moved " + std::to_string(ret) +
+                            " of " + std::to_string(size) + " bytes at offset " +
+                            std::to_string(file_offset) + " (end of file?)");
   }
   return static_cast<std::size_t>(ret);
 }
@@ -70,7 +70,10 @@ ThreadPool* block_device_pool(dev_t device)
 
 FileHandle::FileHandle() noexcept = default;
 
-FileHandle::FileHandle(std::string const& file_path, std::string const& flags, mode_t mode, CompatMode compat_mode)
+FileHandle::FileHandle(std::string const& file_path,
+                       std::string const& flags,
+                       mode_t mode,
+                       CompatMode compat_mode)
   : path_{file_path}, flags_{flags}
 {
   int const oflags = open_flags(flags);
@@ -128,7 +131,9 @@ void FileHandle::close() noexcept
 {
   compat_ = CompatModeManager{};  // deregisters the cuFile handle first
   for (int* fd : {&fd_direct_, &fd_}) {
-    if (*fd >= 0 && ::close(*fd) != 0) { KVIKIO_LOG_ERROR("closing ", path_, " failed: errno ", errno); }
+    if (*fd >= 0 && ::close(*fd) != 0) {
+      KVIKIO_LOG_ERROR("closing ", path_, " failed: errno ", errno);
+    }
     *fd = -1;
   }
 }
@@ -136,8 +141,9 @@ void FileHandle::close() noexcept
 CUfileHandle_t FileHandle::handle()
 {
   check_open();
-  KVIKIO_EXPECT(!compat_.is_compat_mode_preferred(),
-                "FileHandle::handle(): " + path_ + " uses POSIX I/O (compat mode); it has no cuFile handle");
+  KVIKIO_EXPECT(
+    !compat_.is_compat_mode_preferred(),
+    "FileHandle::handle(): " + path_ + " uses POSIX I/O (compat mode); it has no cuFile handle");
   return compat_.cufile_handle();
 }
 
@@ -165,7 +171,10 @@ void FileHandle::check_open() const
   KVIKIO_EXPECT(!closed(), "the file handle is closed" + (path_.empty() ? "" : " (" + path_ + ")"));
 }
 
-void FileHandle::check_range(void const* buf, std::size_t size, std::size_t file_offset, char const* what) const
+void FileHandle::check_range(void const* buf,
+                             std::size_t size,
+                             std::size_t file_offset,
+                             char const* what) const
 {
   check_open();
   KVIKIO_EXPECT(buf != nullptr || size == 0,
@@ -182,7 +191,10 @@ void FileHandle::check_writable() const
 {
   if (!writable_) {
     detail::throw_system_error(
-      EBADF, __FILE__, __LINE__, path_ + " was opened with flags \"" + flags_ + "\", which do not allow writing");
+      EBADF,
+      __FILE__,
+      __LINE__,
+      path_ + " was opened with flags \"" + flags_ + "\", which do not allow writing");
   }
 }
 
@@ -213,10 +225,17 @@ std::size_t FileHandle::read(void* devPtr_base,
   PushAndPopContext const context{devPtr_base};
   if (compat_.is_compat_mode_preferred()) {
     int const direct = defaults::auto_direct_io_read() ? fd_direct_ : -1;
-    return detail::posix_device_read(
-      fd_, devPtr_base, size, file_offset, devPtr_offset, direct, defaults::auto_direct_io_read_overread());
+    return detail::posix_device_read(fd_,
+                                     devPtr_base,
+                                     size,
+                                     file_offset,
+                                     devPtr_offset,
+                                     direct,
+                                     defaults::auto_direct_io_read_overread());
   }
-  if (sync_default_stream) { KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr)); }
+  if (sync_default_stream) {
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
+  }
   ssize_t const ret = cuFileAPI::instance().Read(compat_.cufile_handle(),
                                                  devPtr_base,
                                                  size,
@@ -239,9 +258,12 @@ std::size_t FileHandle::write(void const* devPtr_base,
   std::size_t written = 0;
   if (compat_.is_compat_mode_preferred()) {
     int const direct = defaults::auto_direct_io_write() ? fd_direct_ : -1;
-    written          = detail::posix_device_write(fd_, devPtr_base, size, file_offset, devPtr_offset, direct);
+    written =
+      detail::posix_device_write(fd_, devPtr_base, size, file_offset, devPtr_offset, direct);
   } else {
-    if (sync_default_stream) { KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr)); }
+    if (sync_default_stream) {
+      KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
+    }
     ssize_t const ret = cuFileAPI::instance().Write(compat_.cufile_handle(),
                                                     devPtr_base,
                                                     size,
@@ -263,7 +285,8 @@ std::future<std::size_t> FileHandle::pread(void* buf,
 {
   KVIKIO_NVTX_FUNC_RANGE();
   check_range(buf, size, file_offset, "FileHandle::pread");
-  KVIKIO_EXPECT(task_size > 0, "FileHandle::pread: task_size must be positive, got 0", std::invalid_argument);
+  KVIKIO_EXPECT(
+    task_size > 0, "FileHandle::pread: task_size must be positive, got 0", std::invalid_argument);
   ThreadPool* const pool = pool_for(thread_pool);
   if (size == 0) { return make_ready_future<std::size_t>(0); }
   if (is_host_memory(buf)) {
@@ -291,9 +314,11 @@ std::future<std::size_t> FileHandle::pread(void* buf,
   }
   auto [base, base_size, base_offset] = get_alloc_info(buf, &ctx);
   (void)base_size;
-  bool const direct = compat_.is_compat_mode_preferred() && defaults::auto_direct_io_read() && fd_direct_ >= 0;
+  bool const direct =
+    compat_.is_compat_mode_preferred() && defaults::auto_direct_io_read() && fd_direct_ >= 0;
   return parallel_io(
-    [this, base = base, base_offset = base_offset](std::size_t buf_offset, std::size_t n, std::size_t offset) {
+    [this, base = base, base_offset = base_offset](
+      std::size_t buf_offset, std::size_t n, std::size_t offset) {
       return read(base, n, offset, base_offset + buf_offset, false);
     },
     size,
@@ -314,7 +339,8 @@ std::future<std::size_t> FileHandle::pwrite(void const* buf,
   KVIKIO_NVTX_FUNC_RANGE();
   check_range(buf, size, file_offset, "FileHandle::pwrite");
   check_writable();
-  KVIKIO_EXPECT(task_size > 0, "FileHandle::pwrite: task_size must be positive, got 0", std::invalid_argument);
+  KVIKIO_EXPECT(
+    task_size > 0, "FileHandle::pwrite: task_size must be positive, got 0", std::invalid_argument);
   ThreadPool* const pool = pool_for(thread_pool);
   if (size == 0) { return make_ready_future<std::size_t>(0); }
   if (is_host_memory(buf)) {
@@ -334,16 +360,20 @@ std::future<std::size_t> FileHandle::pwrite(void const* buf,
       direct >= 0 ? detail::page_size() : 0);
   }
   CUcontext ctx = get_context_from_pointer(buf);
-  if (size < gds_threshold) { return make_ready_future(write(buf, size, file_offset, 0, sync_default_stream)); }
+  if (size < gds_threshold) {
+    return make_ready_future(write(buf, size, file_offset, 0, sync_default_stream));
+  }
   if (sync_default_stream && !compat_.is_compat_mode_preferred()) {
     PushAndPopContext const context{ctx};
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
   }
   auto [base, base_size, base_offset] = get_alloc_info(buf, &ctx);
   (void)base_size;
-  bool const direct = compat_.is_compat_mode_preferred() && defaults::auto_direct_io_write() && fd_direct_ >= 0;
+  bool const direct =
+    compat_.is_compat_mode_preferred() && defaults::auto_direct_io_write() && fd_direct_ >= 0;
   return parallel_io(
-    [this, base = base, base_offset = base_offset](std::size_t buf_offset, std::size_t n, std::size_t offset) {
+    [this, base = base, base_offset = base_offset](
+      std::size_t buf_offset, std::size_t n, std::size_t offset) {
       return write(base, n, offset, base_offset + buf_offset, false);
     },
     size,
@@ -361,7 +391,8 @@ void FileHandle::read_async(void* devPtr_base,
                             CUstream stream)
 {
   check_open();
-  KVIKIO_EXPECT(size_p != nullptr && file_offset_p != nullptr && devPtr_offset_p != nullptr && bytes_read_p != nullptr,
+  KVIKIO_EXPECT(size_p != nullptr && file_offset_p != nullptr && devPtr_offset_p != nullptr &&
+                  bytes_read_p != nullptr,
                 "FileHandle::read_async: null argument pointer",
                 std::invalid_argument);
   if (compat_.is_compat_mode_preferred_for_async()) {
@@ -374,8 +405,13 @@ void FileHandle::read_async(void* devPtr_base,
                                               false));
     return;
   }
-  KVIKIO_CUFILE_TRY(cuFileAPI::instance().ReadAsync(
-    compat_.cufile_handle(), devPtr_base, size_p, file_offset_p, devPtr_offset_p, bytes_read_p, stream));
+  KVIKIO_CUFILE_TRY(cuFileAPI::instance().ReadAsync(compat_.cufile_handle(),
+                                                    devPtr_base,
+                                                    size_p,
+                                                    file_offset_p,
+                                                    devPtr_offset_p,
+                                                    bytes_read_p,
+                                                    stream));
 }
 
 StreamFuture FileHandle::read_async(
@@ -396,10 +432,10 @@ void FileHandle::write_async(void* devPtr_base,
 {
   check_open();
   check_writable();
-  KVIKIO_EXPECT(
-    size_p != nullptr && file_offset_p != nullptr && devPtr_offset_p != nullptr && bytes_written_p != nullptr,
-    "FileHandle::write_async: null argument pointer",
-    std::invalid_argument);
+  KVIKIO_EXPECT(size_p != nullptr && file_offset_p != nullptr && devPtr_offset_p != nullptr &&
+                  bytes_written_p != nullptr,
+                "FileHandle::write_async: null argument pointer",
+                std::invalid_argument);
   if (compat_.is_compat_mode_preferred_for_async()) {
     PushAndPopContext const context{devPtr_base};
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream));
@@ -412,8 +448,13 @@ void FileHandle::write_async(void* devPtr_base,
   }
   // The size is known now; the file will have grown once the stream gets there.
   grew_to(static_cast<std::size_t>(*file_offset_p) + *size_p);
-  KVIKIO_CUFILE_TRY(cuFileAPI::instance().WriteAsync(
-    compat_.cufile_handle(), devPtr_base, size_p, file_offset_p, devPtr_offset_p, bytes_written_p, stream));
+  KVIKIO_CUFILE_TRY(cuFileAPI::instance().WriteAsync(compat_.cufile_handle(),
+                                                     devPtr_base,
+                                                     size_p,
+                                                     file_offset_p,
+                                                     devPtr_offset_p,
+                                                     bytes_written_p,
+                                                     stream));
 }
 
 StreamFuture FileHandle::write_async(

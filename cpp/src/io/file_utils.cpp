@@ -19,7 +19,8 @@ namespace kvikio {
 std::size_t get_file_size(int file_descriptor)
 {
   struct stat st {};
-  KVIKIO_SYSCALL_CHECK(::fstat(file_descriptor, &st), "fstat(fd " + std::to_string(file_descriptor) + ")");
+  KVIKIO_SYSCALL_CHECK(::fstat(file_descriptor, &st),
+                       "fstat(fd " + std::to_string(file_descriptor) + ")");
   return static_cast<std::size_t>(st.st_size);
 }
 
@@ -38,7 +39,9 @@ std::pair<std::size_t, std::size_t> get_page_cache_info(int fd)
   if (pages == 0) { return {0, 0}; }
   // mincore() reports residency of a mapping's pages; mapping reads nothing in.
   void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  if (mapping == MAP_FAILED) { detail::throw_system_error(errno, __FILE__, __LINE__, "mmap for mincore"); }
+  if (mapping == MAP_FAILED) {
+    detail::throw_system_error(errno, __FILE__, __LINE__, "mmap for mincore");
+  }
   std::vector<unsigned char> resident(pages);
   int const r = ::mincore(mapping, size, resident.data());
   int const e = errno;

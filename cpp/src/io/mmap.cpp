@@ -33,9 +33,10 @@ MmapHandle::MmapHandle(std::string const& file_path,
                        std::optional<int> map_flags)
   : path_{file_path}, map_offset_{initial_map_offset}
 {
-  KVIKIO_EXPECT(flags == "r",
-                "MmapHandle: unsupported flags \"" + flags + "\": only \"r\" (read-only) is supported",
-                std::invalid_argument);
+  KVIKIO_EXPECT(
+    flags == "r",
+    "MmapHandle: unsupported flags \"" + flags + "\": only \"r\" (read-only) is supported",
+    std::invalid_argument);
   fd_ = ::open(file_path.c_str(), O_RDONLY | O_CLOEXEC, mode);
   KVIKIO_SYSCALL_CHECK(fd_, "open(\"" + file_path + "\", \"r\")");
   try {
@@ -43,8 +44,9 @@ MmapHandle::MmapHandle(std::string const& file_path,
     KVIKIO_SYSCALL_CHECK(::fstat(fd_, &st), "fstat(\"" + file_path + "\")");
     file_size_ = static_cast<std::size_t>(st.st_size);
     KVIKIO_EXPECT(map_offset_ <= file_size_,
-                  "MmapHandle: initial_map_offset " + std::to_string(map_offset_) + " is past the end of " +
-                    file_path + " (" + std::to_string(file_size_) + " bytes)",
+                  "MmapHandle: initial_map_offset " + std::to_string(map_offset_) +
+                    " is past the end of " + file_path + " (" + std::to_string(file_size_) +
+                    " bytes)",
                   std::out_of_range);
     map_size_ = initial_map_size.value_or(file_size_ - map_offset_);
     KVIKIO_EXPECT(map_size_ <= file_size_ - map_offset_,
@@ -129,7 +131,9 @@ void MmapHandle::close() noexcept
   fd_ = -1;
 }
 
-std::size_t MmapHandle::checked_size(std::optional<std::size_t> size, std::size_t offset, void const* buf) const
+std::size_t MmapHandle::checked_size(std::optional<std::size_t> size,
+                                     std::size_t offset,
+                                     void const* buf) const
 {
   KVIKIO_EXPECT(!closed(), "MmapHandle: the handle is closed");
   std::size_t const end = map_offset_ + map_size_;
@@ -140,8 +144,8 @@ std::size_t MmapHandle::checked_size(std::optional<std::size_t> size, std::size_
   std::size_t const n = size.value_or(end - offset);
   KVIKIO_EXPECT(n <= end - offset,
                 "MmapHandle: " + std::to_string(n) + " bytes at offset " + std::to_string(offset) +
-                  " run past the mapped range [" + std::to_string(map_offset_) + ", " + std::to_string(end) +
-                  ") of " + path_,
+                  " run past the mapped range [" + std::to_string(map_offset_) + ", " +
+                  std::to_string(end) + ") of " + path_,
                 std::out_of_range);
   KVIKIO_EXPECT(buf != nullptr || n == 0, "MmapHandle: null buffer", std::invalid_argument);
   return n;
@@ -163,8 +167,8 @@ void MmapHandle::copy_out(std::byte* dst, std::size_t size, std::size_t offset, 
   for (std::size_t done = 0; done < size;) {
     std::size_t const n = std::min(bounce.size(), size - done);
     std::memcpy(bounce.get(), src + done, n);
-    KVIKIO_CUDA_DRIVER_TRY(
-      cudaAPI::instance().MemcpyHtoDAsync(convert_void2deviceptr(dst + done), bounce.get(), n, stream));
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().MemcpyHtoDAsync(
+      convert_void2deviceptr(dst + done), bounce.get(), n, stream));
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream));
     done += n;
   }
@@ -178,8 +182,11 @@ std::size_t MmapHandle::read(void* buf, std::optional<std::size_t> size, std::si
   return n;
 }
 
-std::future<std::size_t> MmapHandle::pread(
-  void* buf, std::optional<std::size_t> size, std::size_t offset, std::size_t task_size, ThreadPool* thread_pool)
+std::future<std::size_t> MmapHandle::pread(void* buf,
+                                           std::optional<std::size_t> size,
+                                           std::size_t offset,
+                                           std::size_t task_size,
+                                           ThreadPool* thread_pool)
 {
   KVIKIO_NVTX_FUNC_RANGE();
   std::size_t const n = checked_size(size, offset, buf);

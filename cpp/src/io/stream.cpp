@@ -33,7 +33,12 @@ StreamFuture::~StreamFuture() noexcept
 std::tuple<void*, std::size_t*, off_t*, off_t*, ssize_t*, CUstream> StreamFuture::get_args() const
 {
   KVIKIO_EXPECT(args_ != nullptr, "StreamFuture: empty (default-constructed or moved from)");
-  return {devPtr_base_, &args_->size, &args_->file_offset, &args_->devPtr_offset, &args_->bytes_done, stream_};
+  return {devPtr_base_,
+          &args_->size,
+          &args_->file_offset,
+          &args_->devPtr_offset,
+          &args_->bytes_done,
+          stream_};
 }
 
 std::size_t StreamFuture::check_bytes_done()
@@ -43,24 +48,29 @@ std::size_t StreamFuture::check_bytes_done()
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream_));
     synchronized_ = true;
   }
-  KVIKIO_EXPECT(args_->bytes_done >= 0,
-                "asynchronous I/O failed with " + std::to_string(args_->bytes_done) + " (" +
-                  (args_->bytes_done == -1 ? std::string{"see errno"}
-                                           : detail::cufile_error_description(
-                                               static_cast<int>(-args_->bytes_done), CUDA_SUCCESS)) +
-                  ")");
+  KVIKIO_EXPECT(
+    args_->bytes_done >= 0,
+    "asynchronous I/O failed with " + std::to_string(args_->bytes_done) + " (" +
+      (args_->bytes_done == -1
+         ? std::string{"see errno"}
+         : detail::cufile_error_description(static_cast<int>(-args_->bytes_done), CUDA_SUCCESS)) +
+      ")");
   return static_cast<std::size_t>(args_->bytes_done);
 }
 
 void stream_register(CUstream stream, unsigned flags)
 {
-  if (defaults::is_compat_mode_preferred() || cuFileAPI::instance().StreamRegister == nullptr) { return; }
+  if (defaults::is_compat_mode_preferred() || cuFileAPI::instance().StreamRegister == nullptr) {
+    return;
+  }
   KVIKIO_CUFILE_TRY(cuFileAPI::instance().StreamRegister(stream, flags));
 }
 
 void stream_deregister(CUstream stream)
 {
-  if (defaults::is_compat_mode_preferred() || cuFileAPI::instance().StreamDeregister == nullptr) { return; }
+  if (defaults::is_compat_mode_preferred() || cuFileAPI::instance().StreamDeregister == nullptr) {
+    return;
+  }
   KVIKIO_CUFILE_TRY(cuFileAPI::instance().StreamDeregister(stream));
 }
 

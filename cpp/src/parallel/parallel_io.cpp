@@ -53,7 +53,8 @@ std::future<std::size_t> parallel_io(ChunkOperation op,
                                      ThreadPool* pool,
                                      std::size_t alignment)
 {
-  KVIKIO_EXPECT(task_size > 0, "parallel_io: task_size must be positive, got 0", std::invalid_argument);
+  KVIKIO_EXPECT(
+    task_size > 0, "parallel_io: task_size must be positive, got 0", std::invalid_argument);
   KVIKIO_EXPECT(pool != nullptr, "parallel_io: the thread pool is null", std::invalid_argument);
   if (size == 0) { return make_ready_future<std::size_t>(0); }
 

@@ -33,21 +33,24 @@ struct CuFileLoader {
       lib.resolve(table->BufRegister, "cuFileBufRegister");
       lib.resolve(table->BufDeregister, "cuFileBufDeregister");
       lib.resolve(table->DriverGetProperties, "cuFileDriverGetProperties");
-      table->DriverSetPollMode = lib.find<decltype(table->DriverSetPollMode)>("cuFileDriverSetPollMode");
+      table->DriverSetPollMode =
+        lib.find<decltype(table->DriverSetPollMode)>("cuFileDriverSetPollMode");
       table->DriverSetMaxCacheSize =
         lib.find<decltype(table->DriverSetMaxCacheSize)>("cuFileDriverSetMaxCacheSize");
       table->DriverSetMaxPinnedMemSize =
         lib.find<decltype(table->DriverSetMaxPinnedMemSize)>("cuFileDriverSetMaxPinnedMemSize");
-      table->ReadAsync        = lib.find<decltype(table->ReadAsync)>("cuFileReadAsync");
-      table->WriteAsync       = lib.find<decltype(table->WriteAsync)>("cuFileWriteAsync");
-      table->StreamRegister   = lib.find<decltype(table->StreamRegister)>("cuFileStreamRegister");
-      table->StreamDeregister = lib.find<decltype(table->StreamDeregister)>("cuFileStreamDeregister");
-      table->BatchIOSetUp     = lib.find<decltype(table->BatchIOSetUp)>("cuFileBatchIOSetUp");
-      table->BatchIOSubmit    = lib.find<decltype(table->BatchIOSubmit)>("cuFileBatchIOSubmit");
-      table->BatchIOGetStatus = lib.find<decltype(table->BatchIOGetStatus)>("cuFileBatchIOGetStatus");
-      table->BatchIOCancel    = lib.find<decltype(table->BatchIOCancel)>("cuFileBatchIOCancel");
-      table->BatchIODestroy   = lib.find<decltype(table->BatchIODestroy)>("cuFileBatchIODestroy");
-      api = std::move(table);
+      table->ReadAsync      = lib.find<decltype(table->ReadAsync)>("cuFileReadAsync");
+      table->WriteAsync     = lib.find<decltype(table->WriteAsync)>("cuFileWriteAsync");
+      table->StreamRegister = lib.find<decltype(table->StreamRegister)>("cuFileStreamRegister");
+      table->StreamDeregister =
+        lib.find<decltype(table->StreamDeregister)>("cuFileStreamDeregister");
+      table->BatchIOSetUp  = lib.find<decltype(table->BatchIOSetUp)>("cuFileBatchIOSetUp");
+      table->BatchIOSubmit = lib.find<decltype(table->BatchIOSubmit)>("cuFileBatchIOSubmit");
+      table->BatchIOGetStatus =
+        lib.find<decltype(table->BatchIOGetStatus)>("cuFileBatchIOGetStatus");
+      table->BatchIOCancel  = lib.find<decltype(table->BatchIOCancel)>("cuFileBatchIOCancel");
+      table->BatchIODestroy = lib.find<decltype(table->BatchIODestroy)>("cuFileBatchIODestroy");
+      api                   = std::move(table);
     } catch (std::runtime_error const& e) {
       unavailable_reason = e.what();
     }

@@ -28,8 +28,12 @@ std::size_t page_size() noexcept;
  * @throws std::out_of_range if the file ends first (naming offset, size and file size).
  * @throws kvikio::GenericSystemError if a read fails.
  */
-std::size_t posix_host_read(
-  int fd, void* buf, std::size_t size, std::size_t file_offset, int fd_direct = -1, bool overread = false);
+std::size_t posix_host_read(int fd,
+                            void* buf,
+                            std::size_t size,
+                            std::size_t file_offset,
+                            int fd_direct = -1,
+                            bool overread = false);
 
 /**
  * @brief Writes `size` bytes at `file_offset` from host memory.

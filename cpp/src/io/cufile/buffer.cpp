@@ -12,12 +12,16 @@
 
 namespace kvikio {
 
-void buffer_register(void const* devPtr_base, std::size_t size, int flags, std::vector<int> const& errors_to_ignore)
+void buffer_register(void const* devPtr_base,
+                     std::size_t size,
+                     int flags,
+                     std::vector<int> const& errors_to_ignore)
 {
   if (defaults::is_compat_mode_preferred()) { return; }
   auto const r = cuFileAPI::instance().BufRegister(devPtr_base, size, flags);
   if (r.err == CU_FILE_SUCCESS ||
-      std::find(errors_to_ignore.begin(), errors_to_ignore.end(), static_cast<int>(r.err)) != errors_to_ignore.end()) {
+      std::find(errors_to_ignore.begin(), errors_to_ignore.end(), static_cast<int>(r.err)) !=
+        errors_to_ignore.end()) {
     return;
   }
   KVIKIO_CUFILE_TRY(r);

@@ -27,7 +27,8 @@ struct CufileState {
     }
     auto const opened = cuFileAPI::instance().DriverOpen();
     if (opened.err != CU_FILE_SUCCESS && opened.err != CU_FILE_DRIVER_ALREADY_OPEN) {
-      reason = "cuFileDriverOpen failed: " + detail::cufile_error_description(opened.err, opened.cu_err);
+      reason =
+        "cuFileDriverOpen failed: " + detail::cufile_error_description(opened.err, opened.cu_err);
       return;
     }
     usable = true;  // the driver stays open for the life of the process
@@ -42,7 +43,8 @@ struct CufileState {
 
 CUfileDrvProps_t properties()
 {
-  KVIKIO_EXPECT(detail::is_cufile_usable(), "cuFile is not usable: " + detail::cufile_unusable_reason());
+  KVIKIO_EXPECT(detail::is_cufile_usable(),
+                "cuFile is not usable: " + detail::cufile_unusable_reason());
   CUfileDrvProps_t props{};
   KVIKIO_CUFILE_TRY(cuFileAPI::instance().DriverGetProperties(&props));
   return props;
@@ -64,7 +66,8 @@ std::string cufile_unusable_reason() { return CufileState::get().reason; }
 
 DriverInitializer::DriverInitializer()
 {
-  KVIKIO_EXPECT(is_cufile_library_available(), "cuFile is not available: " + detail::cufile_unavailable_reason());
+  KVIKIO_EXPECT(is_cufile_library_available(),
+                "cuFile is not available: " + detail::cufile_unavailable_reason());
   KVIKIO_CUFILE_TRY(cuFileAPI::instance().DriverOpen());
 }
 
@@ -72,7 +75,8 @@ DriverInitializer::~DriverInitializer() noexcept
 {
   auto const closed = cuFileAPI::instance().DriverClose();
   if (closed.err != CU_FILE_SUCCESS) {
-    KVIKIO_LOG_ERROR("cuFileDriverClose failed: ", detail::cufile_error_description(closed.err, closed.cu_err));
+    KVIKIO_LOG_ERROR("cuFileDriverClose failed: ",
+                     detail::cufile_error_description(closed.err, closed.cu_err));
   }
 }
 
@@ -95,33 +99,50 @@ bool DriverProperties::get_nvfs_poll_mode()
 {
   return (properties().nvfs.dcontrolflags & (1U << CU_FILE_USE_POLL_MODE)) != 0;
 }
-std::size_t DriverProperties::get_nvfs_poll_thresh_size() { return properties().nvfs.poll_thresh_size; }
+std::size_t DriverProperties::get_nvfs_poll_thresh_size()
+{
+  return properties().nvfs.poll_thresh_size;
+}
 void DriverProperties::set_nvfs_poll_mode(bool enable)
 {
   auto const threshold = get_nvfs_poll_thresh_size();
-  KVIKIO_CUFILE_TRY(require(cuFileAPI::instance().DriverSetPollMode, "cuFileDriverSetPollMode")(enable, threshold));
+  KVIKIO_CUFILE_TRY(
+    require(cuFileAPI::instance().DriverSetPollMode, "cuFileDriverSetPollMode")(enable, threshold));
 }
 void DriverProperties::set_nvfs_poll_thresh_size(std::size_t size_in_kb)
 {
   auto const mode = get_nvfs_poll_mode();
-  KVIKIO_CUFILE_TRY(require(cuFileAPI::instance().DriverSetPollMode, "cuFileDriverSetPollMode")(mode, size_in_kb));
+  KVIKIO_CUFILE_TRY(
+    require(cuFileAPI::instance().DriverSetPollMode, "cuFileDriverSetPollMode")(mode, size_in_kb));
 }
-std::size_t DriverProperties::get_max_device_cache_size() { return properties().max_device_cache_size; }
+std::size_t DriverProperties::get_max_device_cache_size()
+{
+  return properties().max_device_cache_size;
+}
 void DriverProperties::set_max_device_cache_size(std::size_t size_in_kb)
 {
   (void)properties();  // usable, or a clear error
-  KVIKIO_CUFILE_TRY(
-    require(cuFileAPI::instance().DriverSetMaxCacheSize, "cuFileDriverSetMaxCacheSize")(size_in_kb));
+  KVIKIO_CUFILE_TRY(require(cuFileAPI::instance().DriverSetMaxCacheSize,
+                            "cuFileDriverSetMaxCacheSize")(size_in_kb));
 }
-std::size_t DriverProperties::get_per_buffer_cache_size() { return properties().per_buffer_cache_size; }
-std::size_t DriverProperties::get_max_pinned_memory_size() { return properties().max_device_pinned_mem_size; }
+std::size_t DriverProperties::get_per_buffer_cache_size()
+{
+  return properties().per_buffer_cache_size;
+}
+std::size_t DriverProperties::get_max_pinned_memory_size()
+{
+  return properties().max_device_pinned_mem_size;
+}
 void DriverProperties::set_max_pinned_memory_size(std::size_t size_in_kb)
 {
   (void)properties();
-  KVIKIO_CUFILE_TRY(
-    require(cuFileAPI::instance().DriverSetMaxPinnedMemSize, "cuFileDriverSetMaxPinnedMemSize")(size_in_kb));
+  KVIKIO_CUFILE_TRY(require(cuFileAPI::instance().DriverSetMaxPinnedMemSize,
+                            "cuFileDriverSetMaxPinnedMemSize")(size_in_kb));
 }
 std::size_t DriverProperties::get_max_batch_io_size() { return properties().max_batch_io_size; }
-std::size_t DriverProperties::get_max_batch_io_timeout_msecs() { return properties().max_batch_io_timeout_msecs; }
+std::size_t DriverProperties::get_max_batch_io_timeout_msecs()
+{
+  return properties().max_batch_io_timeout_msecs;
+}
 
 }  // namespace kvikio

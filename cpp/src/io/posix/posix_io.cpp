@@ -47,9 +47,9 @@ std::size_t transfer_once(Op op, int fd, void* buf, std::size_t size, std::size_
     throw_system_error(errno,
                        __FILE__,
                        __LINE__,
-                       std::string{op == Op::read ? "pread" : "pwrite"} + "(fd " + std::to_string(fd) +
-                         ", " + std::to_string(size) + " bytes at offset " + std::to_string(offset) +
-                         ") failed");
+                       std::string{op == Op::read ? "pread" : "pwrite"} + "(fd " +
+                         std::to_string(fd) + ", " + std::to_string(size) + " bytes at offset " +
+                         std::to_string(offset) + ") failed");
   }
 }
 
@@ -62,8 +62,8 @@ void transfer_all(Op op, int fd, std::byte* buf, std::size_t size, std::size_t o
     if (n == 0) {
       if (op == Op::read) {
         throw std::out_of_range("KvikIO: read past the end of the file: " + std::to_string(size) +
-                                " bytes at offset " + std::to_string(offset) + " requested, the file has " +
-                                file_size_text(fd) + " bytes");
+                                " bytes at offset " + std::to_string(offset) +
+                                " requested, the file has " + file_size_text(fd) + " bytes");
       }
       throw_system_error(EIO, __FILE__, __LINE__, "pwrite wrote nothing");
     }
@@ -79,7 +79,8 @@ std::byte* aligned_scratch(std::size_t& size)
   };
   thread_local std::unique_ptr<std::byte, Free> buffer;
   thread_local std::size_t buffer_size = 0;
-  std::size_t const wanted             = std::max(defaults::bounce_buffer_size() / page_size(), std::size_t{1}) * page_size();
+  std::size_t const wanted =
+    std::max(defaults::bounce_buffer_size() / page_size(), std::size_t{1}) * page_size();
   if (buffer_size != wanted) {
     buffer.reset(static_cast<std::byte*>(std::aligned_alloc(page_size(), wanted)));
     if (!buffer) { throw std::bad_alloc(); }
@@ -91,12 +92,13 @@ std::byte* aligned_scratch(std::size_t& size)
 
 // The page-aligned middle [pos, pos + length) through the O_DIRECT descriptor. Returns how many
 // bytes went through it; less than `length` when the file ends (reads) or O_DIRECT is refused.
-std::size_t transfer_direct(Op op, int fd_direct, std::byte* buf, std::size_t length, std::size_t offset)
+std::size_t transfer_direct(
+  Op op, int fd_direct, std::byte* buf, std::size_t length, std::size_t offset)
 {
   std::size_t done = 0;
   while (done < length) {
-    std::byte* target = buf + done;
-    std::size_t n     = length - done;
+    std::byte* target  = buf + done;
+    std::size_t n      = length - done;
     std::byte* scratch = nullptr;
     if (!is_aligned(reinterpret_cast<std::uintptr_t>(target), page_size())) {
       std::size_t scratch_size = 0;
@@ -118,11 +120,17 @@ std::size_t transfer_direct(Op op, int fd_direct, std::byte* buf, std::size_t le
   return done;
 }
 
-std::size_t host_io(Op op, int fd, std::byte* buf, std::size_t size, std::size_t file_offset, int fd_direct,
+std::size_t host_io(Op op,
+                    int fd,
+                    std::byte* buf,
+                    std::size_t size,
+                    std::size_t file_offset,
+                    int fd_direct,
                     bool overread)
 {
   if (size == 0) { return 0; }
-  KVIKIO_EXPECT(buf != nullptr, "null buffer for a transfer of " + std::to_string(size) + " bytes",
+  KVIKIO_EXPECT(buf != nullptr,
+                "null buffer for a transfer of " + std::to_string(size) + " bytes",
                 std::invalid_argument);
   if (fd_direct < 0) {
     transfer_all(op, fd, buf, size, file_offset);
@@ -138,7 +146,8 @@ std::size_t host_io(Op op, int fd, std::byte* buf, std::size_t size, std::size_t
   pos += transfer_direct(op, fd_direct, buf + pos, middle, file_offset + pos);
   // Tail (and whatever the direct part left): buffered, or for reads a whole page, direct.
   std::size_t const rest = size - pos;
-  if (op == Op::read && overread && rest > 0 && rest < page && is_aligned(file_offset + pos, page)) {
+  if (op == Op::read && overread && rest > 0 && rest < page &&
+      is_aligned(file_offset + pos, page)) {
     std::size_t scratch_size = 0;
     std::byte* scratch       = aligned_scratch(scratch_size);
     std::size_t got          = 0;
@@ -155,14 +164,20 @@ std::size_t host_io(Op op, int fd, std::byte* buf, std::size_t size, std::size_t
   return size;
 }
 
-std::size_t device_io(Op op, int fd, std::byte* dev, std::size_t size, std::size_t file_offset, int fd_direct,
+std::size_t device_io(Op op,
+                      int fd,
+                      std::byte* dev,
+                      std::size_t size,
+                      std::size_t file_offset,
+                      int fd_direct,
                       bool overread)
 {
   if (size == 0) { return 0; }
   auto& api = cudaAPI::instance();
   CUcontext ctx{};
   KVIKIO_CUDA_DRIVER_TRY(api.CtxGetCurrent(&ctx));
-  KVIKIO_EXPECT(ctx != nullptr, "device-memory I/O needs a current CUDA context", std::invalid_argument);
+  KVIKIO_EXPECT(
+    ctx != nullptr, "device-memory I/O needs a current CUDA context", std::invalid_argument);
   CUstream const stream = stream_for_this_thread(ctx);
   auto bounce           = BounceBufferPool<>::instance().get();
   auto* staging         = static_cast<std::byte*>(bounce.get());
@@ -192,31 +207,52 @@ std::size_t page_size() noexcept
   return size;
 }
 
-std::size_t posix_host_read(int fd, void* buf, std::size_t size, std::size_t file_offset, int fd_direct,
-                            bool overread)
+std::size_t posix_host_read(
+  int fd, void* buf, std::size_t size, std::size_t file_offset, int fd_direct, bool overread)
 {
   KVIKIO_NVTX_FUNC_RANGE();
-  return host_io(Op::read, fd, static_cast<std::byte*>(buf), size, file_offset, fd_direct, overread);
+  return host_io(
+    Op::read, fd, static_cast<std::byte*>(buf), size, file_offset, fd_direct, overread);
 }
 
-std::size_t posix_host_write(int fd, void const* buf, std::size_t size, std::size_t file_offset, int fd_direct)
+std::size_t posix_host_write(
+  int fd, void const* buf, std::size_t size, std::size_t file_offset, int fd_direct)
 {
   KVIKIO_NVTX_FUNC_RANGE();
   // The bytes are only read; host_io takes one pointer type for both directions.
-  return host_io(
-    Op::write, fd, static_cast<std::byte*>(const_cast<void*>(buf)), size, file_offset, fd_direct, false);
+  return host_io(Op::write,
+                 fd,
+                 static_cast<std::byte*>(const_cast<void*>(buf)),
+                 size,
+                 file_offset,
+                 fd_direct,
+                 false);
 }
 
-std::size_t posix_device_read(int fd, void* devPtr_base, std::size_t size, std::size_t file_offset,
-                              std::size_t devPtr_offset, int fd_direct, bool overread)
+std::size_t posix_device_read(int fd,
+                              void* devPtr_base,
+                              std::size_t size,
+                              std::size_t file_offset,
+                              std::size_t devPtr_offset,
+                              int fd_direct,
+                              bool overread)
 {
   KVIKIO_NVTX_FUNC_RANGE();
-  return device_io(
-    Op::read, fd, static_cast<std::byte*>(devPtr_base) + devPtr_offset, size, file_offset, fd_direct, overread);
+  return device_io(Op::read,
+                   fd,
+                   static_cast<std::byte*>(devPtr_base) + devPtr_offset,
+                   size,
+                   file_offset,
+                   fd_direct,
+                   overread);
 }
 
-std::size_t posix_device_write(int fd, void const* devPtr_base, std::size_t size, std::size_t file_offset,
-                               std::size_t devPtr_offset, int fd_direct)
+std::size_t posix_device_write(int fd,
+                               void const* devPtr_base,
+                               std::size_t size,
+                               std::size_t file_offset,
+                               std::size_t devPtr_offset,
+                               int fd_direct)
 {
   KVIKIO_NVTX_FUNC_RANGE();
   return device_io(Op::write,

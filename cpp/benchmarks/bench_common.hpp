@@ -1,0 +1,138 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * What kvikio_bench's subcommands share: sizes, timing, statistics, output.
+ */
+#pragma once
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kvikio::bench {
+
+/// "8GiB", "4MiB", "512KiB", "100" (bytes); also GB/MB/KB (powers of 1000).
+inline std::size_t parse_size(std::string const& text)
+{
+  static std::map<std::string, std::size_t> const units{{"", 1},
+                                                        {"B", 1},
+                                                        {"KiB", 1UL << 10},
+                                                        {"MiB", 1UL << 20},
+                                                        {"GiB", 1UL << 30},
+                                                        {"KB", 1000UL},
+                                                        {"MB", 1000UL * 1000},
+                                                        {"GB", 1000UL * 1000 * 1000}};
+  std::size_t pos          = 0;
+  std::size_t const number = std::stoull(text, &pos);
+  auto const unit          = units.find(text.substr(pos));
+  if (unit == units.end()) { throw std::invalid_argument("unknown size unit in \"" + text + "\""); }
+  return number * unit->second;
+}
+
+/// Wall seconds and CPU seconds (user + system, all threads) of one run.
+struct Measurement {
+  double seconds;
+  double cpu_seconds;
+};
+
+inline double cpu_seconds_now()
+{
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  auto secs = [](timeval t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return secs(usage.ru_utime) + secs(usage.ru_stime);
+}
+
+inline Measurement measure(std::function<void()> const& run)
+{
+  double const cpu0 = cpu_seconds_now();
+  auto const t0     = std::chrono::steady_clock::now();
+  run();
+  auto const t1 = std::chrono::steady_clock::now();
+  return {std::chrono::duration<double>(t1 - t0).count(), cpu_seconds_now() - cpu0};
+}
+
+/// One row of the table: a variant at one point, over its repeats.
+struct Row {
+  std::string op, mem, variant;
+  unsigned threads;
+  std::size_t task_size, bytes;
+  std::vector<Measurement> runs;
+
+  [[nodiscard]] std::vector<double> gbps() const
+  {
+    std::vector<double> out;
+    for (auto const& r : runs) {
+      out.push_back(static_cast<double>(bytes) / r.seconds / 1e9);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  [[nodiscard]] double median_cpu_s_per_gb() const
+  {
+    std::vector<double> v;
+    for (auto const& r : runs) {
+      v.push_back(r.cpu_seconds / (static_cast<double>(bytes) / 1e9));
+    }
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  }
+};
+
+inline void print_table(std::vector<Row> const& rows)
+{
+  std::printf("\n%-6s %-6s %-26s %7s %9s %9s %9s %9s %9s\n",
+              "op",
+              "mem",
+              "variant",
+              "threads",
+              "task",
+              "median",
+              "min",
+              "max",
+              "CPU s/GB");
+  std::printf(
+    "%-6s %-6s %-26s %7s %9s %9s %9s %9s %9s\n", "", "", "", "", "MiB", "GB/s", "GB/s", "GB/s", "");
+  for (auto const& r : rows) {
+    auto const g = r.gbps();
+    std::printf("%-6s %-6s %-26s %7u %9zu %9.2f %9.2f %9.2f %9.3f\n",
+                r.op.c_str(),
+                r.mem.c_str(),
+                r.variant.c_str(),
+                r.threads,
+                r.task_size >> 20,
+                g[g.size() / 2],
+                g.front(),
+                g.back(),
+                r.median_cpu_s_per_gb());
+  }
+}
+
+inline void write_json_lines(std::string const& path,
+                             std::vector<Row> const& rows,
+                             std::string const& extra)
+{
+  std::ofstream out{path, std::ios::app};
+  for (auto const& r : rows) {
+    auto const g = r.gbps();
+    out << "{\"op\":\"" << r.op << "\",\"mem\":\"" << r.mem << "\",\"variant\":\"" << r.variant
+        << "\",\"threads\":" << r.threads << ",\"task_size\":" << r.task_size
+        << ",\"bytes\":" << r.bytes << ",\"gbps_median\":" << g[g.size() / 2]
+        << ",\"gbps_min\":" << g.front() << ",\"gbps_max\":" << g.back()
+        << ",\"cpu_s_per_gb\":" << r.median_cpu_s_per_gb() << ",\"repeats\":" << r.runs.size()
+        << extra << "}\n";
+  }
+}
+
+}  // namespace kvikio::bench

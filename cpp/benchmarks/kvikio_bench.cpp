@@ -1,0 +1,52 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * kvikio_bench: KvikIO's benchmarks, each beside its baseline measured in the same run.
+ *
+ *   kvikio_bench local read|write --file F --size 8GiB --threads 1,2,4,8,16 --task-size 4MiB
+ *                --mem host|device --repeat 5 [--direct] [--drop-cache] [--create] [--json
+ * out.jsonl]
+ */
+#include <CLI/CLI.hpp>
+
+#include "local_bench.hpp"
+
+int main(int argc, char** argv)
+{
+  CLI::App app{"kvikio_bench: KvikIO throughput beside its baselines"};
+  app.require_subcommand(1);
+  kvikio::bench::LocalOptions local;
+  auto* local_cmd = app.add_subcommand("local", "local files: FileHandle::pread/pwrite");
+  local_cmd->add_option("op", local.op, "read or write")
+    ->required()
+    ->check(CLI::IsMember({"read", "write"}));
+  local_cmd->add_option("--file", local.file, "the file (created with random bytes by --create)")
+    ->required();
+  local_cmd->add_option("--size", local.size_text, "bytes per run, e.g. 8GiB")->default_val("1GiB");
+  local_cmd->add_option("--threads", local.threads, "thread counts to sweep")
+    ->delimiter(',')
+    ->default_str("1,2,4,8,16");
+  local_cmd->add_option("--task-size", local.task_size_text, "task size, e.g. 4MiB")
+    ->default_val("4MiB");
+  local_cmd->add_option("--mem", local.mem, "host or device")
+    ->default_val("host")
+    ->check(CLI::IsMember({"host", "device"}));
+  local_cmd->add_option("--repeat", local.repeat, "runs per point")
+    ->default_val(5)
+    ->check(CLI::PositiveNumber);
+  local_cmd->add_flag(
+    "--direct", local.direct, "let KvikIO use O_DIRECT (KVIKIO_AUTO_DIRECT_IO_*)");
+  local_cmd->add_flag(
+    "--drop-cache", local.drop_cache, "drop the file's pages before each read run (cold)");
+  local_cmd->add_flag(
+    "--create", local.create, "write the file with random bytes first if it is too small");
+  local_cmd->add_option("--json", local.json, "append one JSON line per row to this file");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (local.threads.empty()) { local.threads = {1, 2, 4, 8, 16}; }
+    return kvikio::bench::run_local(local);
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "kvikio_bench: %s\n", e.what());
+    return 1;
+  }
+}

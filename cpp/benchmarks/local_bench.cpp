@@ -1,0 +1,262 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * kvikio_bench local: FileHandle::pread/pwrite between a file and host or device memory, beside
+ * the baselines of PERFORMANCE.md measured in the same run, variants interleaved (A B A B).
+ */
+#include "local_bench.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/file_handle.hpp>
+#include <kvikio/file_utils.hpp>
+#include <kvikio/shim/cuda.hpp>
+#include <kvikio/utils.hpp>
+
+#include "bench_common.hpp"
+
+namespace kvikio::bench {
+namespace {
+
+bool const progress_to_terminal = ::isatty(STDERR_FILENO) != 0;
+
+void progress(std::string const& text)
+{
+  if (progress_to_terminal) { std::fprintf(stderr, "\r\033[K%s", text.c_str()); }
+}
+
+// Random bytes (splitmix64), written with plain pwrite.
+void create_file(std::string const& path, std::size_t size)
+{
+  int const fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  KVIKIO_SYSCALL_CHECK(fd, "open(" + path + ")");
+  std::vector<std::uint64_t> block((64UL << 20) / 8);
+  std::uint64_t state = 0x1234567;
+  for (std::size_t off = 0; off < size; off += block.size() * 8) {
+    for (auto& w : block) {
+      std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+      z               = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+      z               = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+      w               = z ^ (z >> 31);
+    }
+    std::size_t const n = std::min(block.size() * 8, size - off);
+    for (std::size_t done = 0; done < n;) {
+      auto const w = ::pwrite(
+        fd, reinterpret_cast<char*>(block.data()) + done, n - done, static_cast<off_t>(off + done));
+      KVIKIO_SYSCALL_CHECK(w, "pwrite(" + path + ")");
+      done += static_cast<std::size_t>(w);
+    }
+    progress("creating " + path + ": " + std::to_string((off + n) >> 20) + " MiB");
+  }
+  ::close(fd);
+  progress("");
+}
+
+void exact(bool read, int fd, char* buf, std::size_t n, std::size_t offset)
+{
+  for (std::size_t done = 0; done < n;) {
+    auto const r = read ? ::pread(fd, buf + done, n - done, static_cast<off_t>(offset + done))
+                        : ::pwrite(fd, buf + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) { continue; }
+    KVIKIO_SYSCALL_CHECK(r, "baseline pread/pwrite");
+    KVIKIO_EXPECT(r > 0, "baseline: unexpected end of file");
+    done += static_cast<std::size_t>(r);
+  }
+}
+
+// Chunk i of `size` goes to thread i % nthreads; each thread calls `chunk(thread, offset, n)`.
+void run_threads(unsigned nthreads,
+                 std::size_t size,
+                 std::size_t task,
+                 std::function<void(unsigned, std::size_t, std::size_t)> const& chunk)
+{
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < nthreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (std::size_t off = t * task; off < size;
+           off += static_cast<std::size_t>(nthreads) * task) {
+        chunk(t, off, std::min(task, size - off));
+      }
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+}
+
+// Per-thread staging for the device baseline: a pinned buffer of one task and a stream.
+struct Staging {
+  void* pinned{nullptr};
+  CUstream stream{nullptr};
+};
+
+}  // namespace
+
+int run_local(LocalOptions const& o)
+{
+  std::size_t const size = parse_size(o.size_text);
+  std::size_t const task = parse_size(o.task_size_text);
+  bool const read        = o.op == "read";
+  bool const device      = o.mem == "device";
+  if (read && o.create) {
+    std::size_t current = 0;
+    try {
+      current = get_file_size(o.file);
+    } catch (std::exception const&) {  // missing: created below
+    }
+    if (current < size) { create_file(o.file, size); }
+  }
+  defaults::set_auto_direct_io_read(o.direct);
+  defaults::set_auto_direct_io_write(o.direct);
+  std::string const cache = read ? (o.drop_cache ? "cold" : "hot") : "page-cache";
+
+  // Destination/source memory.
+  // The driver is needed only for device memory: host runs work without one.
+  cudaAPI* const driver = device ? &cudaAPI::instance() : nullptr;
+  CUcontext ctx         = nullptr;
+  CUdeviceptr dptr      = 0;
+  std::unique_ptr<char, void (*)(void*)> host{nullptr, std::free};
+  std::string gpu = "none";
+  if (device) {
+    auto& api = *driver;
+    ctx       = get_primary_cuda_context(0);
+    KVIKIO_CUDA_DRIVER_TRY(api.CtxPushCurrent(ctx));
+    KVIKIO_CUDA_DRIVER_TRY(api.MemAlloc(&dptr, size));
+    char name[256] = {};
+    KVIKIO_CUDA_DRIVER_TRY(api.DeviceGetName(name, sizeof(name), 0));
+    gpu = name;
+  } else {
+    host.reset(static_cast<char*>(std::aligned_alloc(4096, (size + 4095) / 4096 * 4096)));
+    KVIKIO_EXPECT(host != nullptr, "cannot allocate the host buffer");
+    std::memset(host.get(), 0x5A, size);  // fault the pages in before timing
+  }
+  void* const kvikio_buf = device ? reinterpret_cast<void*>(dptr) : host.get();
+
+  FileHandle file{o.file, read ? "r" : "w"};  // writes start from an empty file
+  int const fd = file.fd();
+  auto drop    = [&] {
+    if (read && o.drop_cache && !clear_page_cache(false, false)) { drop_file_page_cache(fd); }
+  };
+  // One untimed run: reads warm the page cache, writes give the file its blocks.
+  if (!(read && o.drop_cache)) {
+    (void)(read ? file.pread(kvikio_buf, size, 0, task).get()
+                : file.pwrite(kvikio_buf, size, 0, task).get());
+  }
+
+  std::vector<Row> rows;
+  for (unsigned nthreads : o.threads) {
+    defaults::set_thread_pool_nthreads(nthreads);
+    std::vector<Staging> staging(nthreads);
+    if (device) {
+      auto& api = *driver;
+      for (auto& s : staging) {
+        KVIKIO_CUDA_DRIVER_TRY(api.MemHostAlloc(&s.pinned, task, CU_MEMHOSTALLOC_PORTABLE));
+        KVIKIO_CUDA_DRIVER_TRY(api.StreamCreate(&s.stream, CU_STREAM_NON_BLOCKING));
+      }
+    }
+    std::vector<std::pair<std::string, std::function<void()>>> variants;
+    variants.emplace_back("kvikio", [&] {
+      auto const n = read ? file.pread(kvikio_buf, size, 0, task).get()
+                          : file.pwrite(kvikio_buf, size, 0, task).get();
+      KVIKIO_EXPECT(n == size,
+                    "kvikio moved " + std::to_string(n) + " of " + std::to_string(size) + " bytes");
+    });
+    if (!device) {
+      variants.emplace_back(std::string{"baseline posix "} + (read ? "pread" : "pwrite"), [&] {
+        run_threads(nthreads, size, task, [&](unsigned, std::size_t off, std::size_t n) {
+          exact(read, fd, host.get() + off, n, off);
+        });
+      });
+    } else {
+      auto& api = *driver;
+      variants.emplace_back(read ? "baseline pread+H2D+sync" : "baseline D2H+sync+pwrite", [&] {
+        run_threads(nthreads, size, task, [&](unsigned t, std::size_t off, std::size_t n) {
+          PushAndPopContext const guard{ctx};
+          auto& s = staging[t];
+          if (read) {
+            exact(true, fd, static_cast<char*>(s.pinned), n, off);
+            KVIKIO_CUDA_DRIVER_TRY(api.MemcpyHtoDAsync(dptr + off, s.pinned, n, s.stream));
+            KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(s.stream));
+          } else {
+            KVIKIO_CUDA_DRIVER_TRY(api.MemcpyDtoHAsync(s.pinned, dptr + off, n, s.stream));
+            KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(s.stream));
+            exact(false, fd, static_cast<char*>(s.pinned), n, off);
+          }
+        });
+      });
+      if (read) {
+        // The host-side ceiling: the same reads without any copy to the device.
+        variants.emplace_back("baseline posix pread (host)", [&] {
+          run_threads(nthreads, size, task, [&](unsigned t, std::size_t off, std::size_t n) {
+            exact(true, fd, static_cast<char*>(staging[t].pinned), n, off);
+          });
+        });
+      }
+    }
+    std::vector<Row> point;
+    for (auto const& v : variants) {
+      point.push_back(Row{o.op, o.mem, v.first, nthreads, task, size, {}});
+    }
+    for (unsigned rep = 0; rep < o.repeat; ++rep) {
+      for (std::size_t i = 0; i < variants.size(); ++i) {  // interleaved: A B A B
+        progress(std::to_string(nthreads) + " threads, repeat " + std::to_string(rep + 1) + "/" +
+                 std::to_string(o.repeat) + ": " + variants[i].first);
+        drop();
+        point[i].runs.push_back(measure(variants[i].second));
+      }
+    }
+    rows.insert(rows.end(), point.begin(), point.end());
+    for (auto& s : staging) {
+      if (s.pinned != nullptr) { KVIKIO_CUDA_DRIVER_TRY(driver->MemFreeHost(s.pinned)); }
+      if (s.stream != nullptr) { KVIKIO_CUDA_DRIVER_TRY(driver->StreamDestroy(s.stream)); }
+    }
+  }
+  progress("");
+  if (device) {
+    KVIKIO_CUDA_DRIVER_TRY(driver->MemFree(dptr));
+    CUcontext popped{};
+    KVIKIO_CUDA_DRIVER_TRY(driver->CtxPopCurrent(&popped));
+  }
+
+  std::time_t const now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::printf(
+    "kvikio_bench local %s: %s, %zu bytes, %s, mem %s, GPU %s, O_DIRECT %s, bounce buffer %zu MiB "
+    "x %zu, %s\n",
+    o.op.c_str(),
+    o.file.c_str(),
+    size,
+    cache.c_str(),
+    o.mem.c_str(),
+    gpu.c_str(),
+    o.direct ? "on" : "off",
+    defaults::bounce_buffer_size() >> 20,
+    defaults::num_bounce_buffers(),
+    date);
+  print_table(rows);
+  if (!o.json.empty()) {
+    write_json_lines(o.json,
+                     rows,
+                     ",\"cache\":\"" + cache + "\",\"direct\":" + (o.direct ? "true" : "false") +
+                       ",\"gpu\":\"" + gpu + "\",\"date\":\"" + date + "\"");
+  }
+  return 0;
+}
+
+}  // namespace kvikio::bench

@@ -1,0 +1,29 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace kvikio::bench {
+
+struct LocalOptions {
+  std::string op;  // read | write
+  std::string file;
+  std::string size_text{"1GiB"};
+  std::vector<unsigned> threads;
+  std::string task_size_text{"4MiB"};
+  std::string mem{"host"};
+  unsigned repeat{5};
+  bool direct{false};
+  bool drop_cache{false};
+  bool create{false};
+  std::string json;
+};
+
+/// Runs `kvikio_bench local ...`; returns the process exit code.
+int run_local(LocalOptions const& options);
+
+}  // namespace kvikio::bench
