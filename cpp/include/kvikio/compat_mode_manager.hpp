@@ -19,7 +19,8 @@ namespace kvikio {
  * @brief Resolves the compat mode requested for one file, once, when it is opened.
  *
  * - `ON`: POSIX; cuFile is never touched.
- * - `AUTO`: cuFile if it is usable and registers the file, else POSIX (the reason is logged).
+ * - `AUTO`: cuFile if GPUDirect Storage is available (nvidia-fs loaded) and cuFile registers the
+ *   file, else POSIX (the reason is logged at info level).
  * - `OFF`: cuFile, or an error saying why it cannot be used.
  */
 class CompatModeManager {

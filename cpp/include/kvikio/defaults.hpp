@@ -106,7 +106,7 @@ class defaults {
   /// @brief Requested compat mode (`KVIKIO_COMPAT_MODE`, default AUTO).
   [[nodiscard]] static CompatMode compat_mode();
   static void set_compat_mode(CompatMode compat_mode);
-  /// @brief `compat_mode` with AUTO resolved: ON unless cuFile is usable in this process.
+  /// @brief `compat_mode` with AUTO resolved: ON unless GPUDirect Storage is available.
   [[nodiscard]] static CompatMode infer_compat_mode_if_auto(CompatMode compat_mode) noexcept;
   /// @brief Whether `compat_mode` (AUTO resolved) means POSIX I/O.
   [[nodiscard]] static bool is_compat_mode_preferred(CompatMode compat_mode) noexcept;

@@ -227,7 +227,7 @@ void defaults::set_compat_mode(CompatMode compat_mode)
 CompatMode defaults::infer_compat_mode_if_auto(CompatMode compat_mode) noexcept
 {
   if (compat_mode != CompatMode::AUTO) { return compat_mode; }
-  return detail::is_cufile_usable() ? CompatMode::OFF : CompatMode::ON;
+  return detail::is_gds_available() ? CompatMode::OFF : CompatMode::ON;
 }
 bool defaults::is_compat_mode_preferred(CompatMode compat_mode) noexcept
 {

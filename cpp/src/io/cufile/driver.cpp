@@ -13,6 +13,7 @@ namespace {
 
 struct CufileState {
   bool usable{false};
+  bool gds{false};  // nvidia-fs is loaded: cuFile moves data by DMA, not by its own POSIX fallback
   std::string reason;
 
   CufileState()
@@ -32,6 +33,8 @@ struct CufileState {
       return;
     }
     usable = true;  // the driver stays open for the life of the process
+    CUfileDrvProps_t props{};
+    gds = cuFileAPI::instance().DriverGetProperties(&props).err == CU_FILE_SUCCESS && props.nvfs.major_version > 0;
   }
 
   static CufileState const& get()
@@ -61,6 +64,7 @@ F require(F f, char const* name)
 
 namespace detail {
 bool is_cufile_usable() noexcept { return CufileState::get().usable; }
+bool is_gds_available() noexcept { return CufileState::get().gds; }
 std::string cufile_unusable_reason() { return CufileState::get().reason; }
 }  // namespace detail
 
