@@ -31,5 +31,14 @@ if [[ ${BENCH:-0} == 1 ]]; then
     timeout 300 $bench local read --file $file --size 8GiB --threads 1,2,4,8,16 --task-size 4MiB \
       --mem $mem --repeat ${REPEAT:-5} --create --json "$OUT/bench.jsonl" 2>&1 | tee -a "$OUT/bench.log" || status=1
   done
+  rm -f $file
+  # Writes into the page cache (no fsync), smaller so that write-back keeps up.
+  if [[ ${BENCH_WRITE:-0} == 1 ]]; then
+    for mem in host device; do
+      timeout 200 $bench local write --file /tmp/kvikio-bench-w.bin --size 4GiB --threads 1,2,4,8,16 \
+        --task-size 4MiB --mem $mem --repeat 3 --json "$OUT/bench.jsonl" 2>&1 | tee -a "$OUT/bench.log" || status=1
+    done
+    rm -f /tmp/kvikio-bench-w.bin
+  fi
 fi
 exit $status

@@ -21,8 +21,10 @@ CompatModeManager::CompatModeManager(std::string const& file_path, int fd, Compa
   if (!detail::is_cufile_usable()) {
     why_not = detail::cufile_unusable_reason();
   } else if (requested == CompatMode::AUTO && !detail::is_gds_available()) {
-    why_not = "GPUDirect Storage is not available (nvidia-fs is not loaded), so cuFile would only run its own "
-              "POSIX fallback";
+    why_not =
+      "GPUDirect Storage is not available (nvidia-fs is not loaded), so cuFile would only run its "
+      "own "
+      "POSIX fallback";
   } else {
     CUfileDescr_t descr{};
     descr.type      = CU_FILE_HANDLE_TYPE_OPAQUE_FD;

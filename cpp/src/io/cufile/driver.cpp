@@ -34,7 +34,8 @@ struct CufileState {
     }
     usable = true;  // the driver stays open for the life of the process
     CUfileDrvProps_t props{};
-    gds = cuFileAPI::instance().DriverGetProperties(&props).err == CU_FILE_SUCCESS && props.nvfs.major_version > 0;
+    gds = cuFileAPI::instance().DriverGetProperties(&props).err == CU_FILE_SUCCESS &&
+          props.nvfs.major_version > 0;
   }
 
   static CufileState const& get()
