@@ -224,6 +224,7 @@ bool& in_host_function()
 
 void dma_copy(void* dst, void const* src, std::size_t nbytes)
 {
+  if (nbytes == 0) { return; }  // a zero-byte copy may come with null pointers
   CUDASIM_DMA_BEGIN();
   std::memmove(dst, src, nbytes);
   CUDASIM_DMA_END();
@@ -231,6 +232,7 @@ void dma_copy(void* dst, void const* src, std::size_t nbytes)
 
 void dma_set(void* dst, unsigned char value, std::size_t nbytes)
 {
+  if (nbytes == 0) { return; }
   CUDASIM_DMA_BEGIN();
   std::memset(dst, value, nbytes);
   CUDASIM_DMA_END();
