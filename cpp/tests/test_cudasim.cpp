@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -289,6 +290,26 @@ TEST_F(OnDevice, SynchronousCopiesAndMemset)
   for (int i = 0; i < 20; ++i) {
     EXPECT_EQ(dst[i], (i >= 10 && i < 17) ? 0x5A : src[i]) << i;
   }
+}
+
+TEST_F(OnDevice, PageableSourceIsStagedAtTheCall)
+{
+  // The driver copies a pageable source aside before returning (the DMA comes later), so
+  // changing it afterwards changes nothing on the device.
+  std::size_t const n = 4096;
+  auto src            = pattern(n, 7);
+  auto const original = src;
+  DeviceBuffer dev{n};
+  Stream stream;
+  Gate gate;
+  gate.block(stream.handle);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoDAsync(dev.ptr, src.data(), n, stream.handle));
+  std::fill(src.begin(), src.end(), poison);
+  gate.release();
+  KVIKIO_CUDA_DRIVER_TRY(api().StreamSynchronize(stream.handle));
+  std::vector<std::uint8_t> back(n);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, n));
+  EXPECT_EQ(back, original);
 }
 
 TEST_F(OnDevice, StreamWorkCompletesLaterAndInOrder)
@@ -676,6 +697,8 @@ TEST_F(OnDevice, IpcMemoryAndEventBetweenProcesses)
   auto const src      = pattern(n, 6);
   DeviceBuffer dev{n};
   KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev.ptr, src.data(), n));
+  // From pageable memory the copy may still be in flight when cuMemcpyHtoD returns.
+  KVIKIO_CUDA_DRIVER_TRY(api().CtxSynchronize());
   CUipcMemHandle mem{};
   KVIKIO_CUDA_DRIVER_TRY(api().IpcGetMemHandle(&mem, dev.ptr));
   CUdeviceptr self{};

@@ -80,7 +80,9 @@ class FileHandle {
   /**
    * @brief Reads `size` bytes at `file_offset` into device memory at `devPtr_base +
    * devPtr_offset`, synchronously, on the calling thread.
-   * @param sync_default_stream synchronise the legacy default stream first (cuFile only).
+   * @param sync_default_stream synchronise the legacy default stream first, so that work queued
+   * on it (which KvikIO's own streams do not wait for) has landed. Upstream does this for cuFile
+   * only; here it holds for POSIX I/O too.
    * @return bytes read.
    * @throws std::out_of_range if the file ends first; kvikio::CUfileException or
    * kvikio::GenericSystemError on I/O errors.

@@ -223,6 +223,10 @@ std::size_t FileHandle::read(void* devPtr_base,
   check_range(devPtr_base, size, file_offset, "FileHandle::read");
   if (size == 0) { return 0; }
   PushAndPopContext const context{devPtr_base};
+  // Work queued on the legacy default stream (which KvikIO's streams do not wait for) lands first.
+  if (sync_default_stream) {
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
+  }
   if (compat_.is_compat_mode_preferred()) {
     int const direct = defaults::auto_direct_io_read() ? fd_direct_ : -1;
     return detail::posix_device_read(fd_,
@@ -232,9 +236,6 @@ std::size_t FileHandle::read(void* devPtr_base,
                                      devPtr_offset,
                                      direct,
                                      defaults::auto_direct_io_read_overread());
-  }
-  if (sync_default_stream) {
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
   }
   ssize_t const ret = cuFileAPI::instance().Read(compat_.cufile_handle(),
                                                  devPtr_base,
@@ -255,15 +256,15 @@ std::size_t FileHandle::write(void const* devPtr_base,
   check_writable();
   if (size == 0) { return 0; }
   PushAndPopContext const context{devPtr_base};
+  if (sync_default_stream) {
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
+  }
   std::size_t written = 0;
   if (compat_.is_compat_mode_preferred()) {
     int const direct = defaults::auto_direct_io_write() ? fd_direct_ : -1;
     written =
       detail::posix_device_write(fd_, devPtr_base, size, file_offset, devPtr_offset, direct);
   } else {
-    if (sync_default_stream) {
-      KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
-    }
     ssize_t const ret = cuFileAPI::instance().Write(compat_.cufile_handle(),
                                                     devPtr_base,
                                                     size,
@@ -308,7 +309,7 @@ std::future<std::size_t> FileHandle::pread(void* buf,
   if (size < gds_threshold) {  // small: no task hand-off
     return make_ready_future(read(buf, size, file_offset, 0, sync_default_stream));
   }
-  if (sync_default_stream && !compat_.is_compat_mode_preferred()) {
+  if (sync_default_stream) {  // once per call, not per task
     PushAndPopContext const context{ctx};
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
   }
@@ -363,7 +364,7 @@ std::future<std::size_t> FileHandle::pwrite(void const* buf,
   if (size < gds_threshold) {
     return make_ready_future(write(buf, size, file_offset, 0, sync_default_stream));
   }
-  if (sync_default_stream && !compat_.is_compat_mode_preferred()) {
+  if (sync_default_stream) {  // once per call, not per task
     PushAndPopContext const context{ctx};
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
   }

@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "memory.hpp"
 #include "simulator.hpp"
@@ -127,6 +129,27 @@ CUresult run_on_stream(char const* entry,
   lock.unlock();
   if (synchronous) { wait_for(stream, seq); }
   return CUDA_SUCCESS;
+}
+
+CUresult synchronize_legacy_stream(char const* entry)
+{
+  auto& sim = Simulator::get();
+  std::unique_lock lock{sim.mutex};
+  CUresult result{};
+  CUstream_st* stream = resolve_stream(nullptr, entry, result);
+  if (stream == nullptr) { return result; }
+  auto const seq = stream->enqueued;
+  lock.unlock();
+  wait_for(stream, seq);
+  return CUDA_SUCCESS;
+}
+
+CUresult staged_copy_to_device(
+  char const* entry, CUstream stream, std::byte* dst, std::byte const* src, std::size_t n)
+{
+  auto staged = std::make_shared<std::vector<std::byte>>(src, src + n);
+  return run_on_stream(
+    entry, stream, [dst, staged] { dma_copy(dst, staged->data(), staged->size()); }, false);
 }
 
 }  // namespace cudasim
@@ -364,8 +387,14 @@ CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dstDevice, void const* srcHost, size_t
       return r;
     }
   }
-  return run_on_stream(
-    "cuMemcpyHtoD", nullptr, [=] { cudasim::dma_copy(dst, src, ByteCount); }, true);
+  if (!pageable) {
+    return run_on_stream(
+      "cuMemcpyHtoD", nullptr, [=] { cudasim::dma_copy(dst, src, ByteCount); }, true);
+  }
+  // From pageable memory the driver synchronises the stream, stages the bytes and returns before
+  // they reach the device: work on other streams may still see the old bytes.
+  if (auto r = cudasim::synchronize_legacy_stream("cuMemcpyHtoD"); r != CUDA_SUCCESS) { return r; }
+  return cudasim::staged_copy_to_device("cuMemcpyHtoD", nullptr, dst, src, ByteCount);
 }
 
 CUresult CUDAAPI cuMemcpyDtoH(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount)

@@ -37,8 +37,7 @@ CUevent_st* find_event(CUevent event, char const* entry, CUresult& result)
   return event;
 }
 
-// An asynchronous copy. Pageable host memory makes it synchronous, as with the driver (which
-// stages it through its own buffers before returning).
+// An asynchronous copy, with the driver's handling of pageable host memory.
 CUresult copy_async(char const* entry,
                     std::uintptr_t dst,
                     std::uintptr_t src,
@@ -59,6 +58,11 @@ CUresult copy_async(char const* entry,
           ? cudasim::device_operand(entry, src, n, s.bytes)
           : cudasim::host_operand(entry, reinterpret_cast<void*>(src), n, s.bytes, s.pageable);
     if (r != CUDA_SUCCESS) { return r; }
+  }
+  // A pageable source is staged at the call and the call returns; a pageable destination makes
+  // the call wait for the copy (the driver "might be synchronous": we always are).
+  if (s.pageable && !d.pageable) {
+    return cudasim::staged_copy_to_device(entry, stream, d.bytes, s.bytes, n);
   }
   return cudasim::run_on_stream(
     entry, stream, [d, s, n] { cudasim::dma_copy(d.bytes, s.bytes, n); }, d.pageable || s.pageable);

@@ -43,6 +43,14 @@ CUresult run_on_stream(char const* entry,
                        std::function<void()> work,
                        bool synchronous);
 
+/// Waits for everything on the current context's legacy stream.
+CUresult synchronize_legacy_stream(char const* entry);
+
+/// Copies `n` bytes of pageable host memory aside now and queues their copy to `dst` on `stream`
+/// (0: legacy) without waiting for it: what the driver does with pageable sources.
+CUresult staged_copy_to_device(
+  char const* entry, CUstream stream, std::byte* dst, std::byte const* src, std::size_t n);
+
 /// One pointer attribute of known memory, with the driver's result codes and value sizes.
 CUresult pointer_attribute(Allocation const& a,
                            CUdeviceptr ptr,
