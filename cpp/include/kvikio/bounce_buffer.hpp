@@ -10,6 +10,11 @@
  */
 
 #include <cstddef>
+#include <optional>
+
+#include <cuda.h>
+
+#include <kvikio/event.hpp>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -73,6 +78,9 @@ class BounceBufferPool {
   /// @brief Frees every buffer waiting in the pool; returns how many.
   std::size_t clear();
 
+  /// @brief Pinned bytes this pool holds: buffers waiting in it and buffers on loan.
+  [[nodiscard]] std::size_t pinned_bytes() const;
+
   /// @brief The process-wide pool (never destroyed: its buffers may outlive the CUDA driver).
   static BounceBufferPool& instance();
 
@@ -82,8 +90,71 @@ class BounceBufferPool {
   mutable std::mutex mutex_;
   std::vector<void*> free_;
   std::size_t buffer_size_{0};
+  std::size_t pinned_bytes_{0};
+};
+
+/**
+ * @brief k staging slots carved out of one pool buffer, each with an event from the EventPool,
+ * so that producing bytes into one slot overlaps the copies of the others.
+ *
+ * The slots share one `KVIKIO_BOUNCE_BUFFER_SIZE` buffer (slot size = buffer size / k, rounded
+ * down to whole pages), so a ring costs no more pinned memory than upstream's single buffer.
+ * A ring belongs to one task on one thread. Invariants: a slot is never refilled while a copy
+ * from it is pending (next() waits on its event, which happens only on wrap-around), and a slot
+ * filled by a device-to-host copy is never read before that copy completed (wait()).
+ * The destructor waits for copies still in flight, so its memory is never reused under a DMA.
+ *
+ * Reading into device memory:
+ * ```
+ * for each chunk: void* p = ring.next(); fill p; ring.submit_h2d(dst, n, stream);
+ * ring.finish();
+ * ```
+ * Writing from device memory: `auto slot = ring.submit_d2h(src, n, stream)` for up to
+ * num_slots() chunks ahead, then `void* p = ring.wait(slot)` and consume, oldest first.
+ */
+template <typename Allocator = CudaPinnedAllocator>
+class BounceBufferRing {
+ public:
+  /// @throws std::invalid_argument if `num_slots` is 0; what the pool and driver throw.
+  explicit BounceBufferRing(std::size_t num_slots);
+  ~BounceBufferRing() noexcept;
+  BounceBufferRing(BounceBufferRing const&)            = delete;
+  BounceBufferRing& operator=(BounceBufferRing const&) = delete;
+
+  [[nodiscard]] std::size_t num_slots() const noexcept { return slots_.size(); }
+  [[nodiscard]] std::size_t slot_size() const noexcept { return slot_size_; }
+
+  /// @brief Moves to the next slot and returns its memory, waiting only if a copy from or into
+  /// it is still in flight.
+  void* next();
+
+  /// @brief Copies the first `nbytes` of the current slot to device memory `dst` on `stream`.
+  void submit_h2d(CUdeviceptr dst, std::size_t nbytes, CUstream stream);
+
+  /// @brief Moves to the next slot (as next()) and copies `nbytes` of device memory `src` into
+  /// it on `stream`. Returns the slot's index, for wait().
+  std::size_t submit_d2h(CUdeviceptr src, std::size_t nbytes, CUstream stream);
+
+  /// @brief Waits for the copy into slot `index` and returns its memory.
+  void* wait(std::size_t index);
+
+  /// @brief Waits for every copy in flight.
+  void finish();
+
+ private:
+  struct Slot {
+    std::byte* data;
+    std::optional<Event> event;  // taken from the pool at the slot's first copy
+    bool in_flight{false};
+  };
+  void* advance();
+  typename BounceBufferPool<Allocator>::Buffer buffer_;
+  std::size_t slot_size_;
+  std::vector<Slot> slots_;
+  std::size_t current_;
 };
 
 extern template class BounceBufferPool<CudaPinnedAllocator>;
+extern template class BounceBufferRing<CudaPinnedAllocator>;
 
 }  // namespace kvikio

@@ -3,10 +3,15 @@
  */
 #include <kvikio/bounce_buffer.hpp>
 
+#include <algorithm>
+#include <cstddef>
+#include <stdexcept>
+
 #include <optional>
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/posix_io.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
@@ -51,6 +56,7 @@ typename BounceBufferPool<Allocator>::Buffer BounceBufferPool<Allocator>::get()
       for (void* p : free_) {
         Allocator::deallocate(p, buffer_size_);
       }
+      pinned_bytes_ -= free_.size() * buffer_size_;
       free_.clear();
       buffer_size_ = size;
     }
@@ -60,22 +66,25 @@ typename BounceBufferPool<Allocator>::Buffer BounceBufferPool<Allocator>::get()
       return Buffer{this, p, size};
     }
   }
-  return Buffer{this, Allocator::allocate(size), size};  // allocate outside the lock
+  void* fresh = Allocator::allocate(size);  // outside the lock: pinning is slow
+  std::lock_guard const lock{mutex_};
+  pinned_bytes_ += size;
+  return Buffer{this, fresh, size};
 }
 
 template <typename Allocator>
 void BounceBufferPool<Allocator>::put(void* ptr, std::size_t size) noexcept
 {
   std::lock_guard const lock{mutex_};
-  if (size != buffer_size_) {
-    Allocator::deallocate(ptr, size);
-    return;
+  if (size == buffer_size_) {
+    try {
+      free_.push_back(ptr);
+      return;
+    } catch (...) {  // could not keep it: free it below
+    }
   }
-  try {
-    free_.push_back(ptr);
-  } catch (...) {
-    Allocator::deallocate(ptr, size);
-  }
+  Allocator::deallocate(ptr, size);
+  pinned_bytes_ -= size;
 }
 
 template <typename Allocator>
@@ -93,8 +102,16 @@ std::size_t BounceBufferPool<Allocator>::clear()
     Allocator::deallocate(p, buffer_size_);
   }
   auto const n = free_.size();
+  pinned_bytes_ -= n * buffer_size_;
   free_.clear();
   return n;
+}
+
+template <typename Allocator>
+std::size_t BounceBufferPool<Allocator>::pinned_bytes() const
+{
+  std::lock_guard const lock{mutex_};
+  return pinned_bytes_;
 }
 
 template <typename Allocator>
@@ -105,5 +122,110 @@ BounceBufferPool<Allocator>& BounceBufferPool<Allocator>::instance()
 }
 
 template class BounceBufferPool<CudaPinnedAllocator>;
+
+// ---------------------------------------------------------------------------------------------
+// BounceBufferRing
+
+template <typename Allocator>
+BounceBufferRing<Allocator>::BounceBufferRing(std::size_t num_slots)
+  : buffer_{BounceBufferPool<Allocator>::instance().get()}, slot_size_{0}, current_{0}
+{
+  KVIKIO_EXPECT(
+    num_slots > 0, "BounceBufferRing: the number of slots must be positive", std::invalid_argument);
+  std::size_t const page = detail::page_size();
+  // Whole pages per slot keep every slot usable for O_DIRECT; at least one page each.
+  std::size_t const slots = std::min(num_slots, std::max<std::size_t>(buffer_.size() / page, 1));
+  slot_size_ = std::max(buffer_.size() / slots / page * page, std::min(page, buffer_.size()));
+  auto* base = static_cast<std::byte*>(buffer_.get());
+  slots_.reserve(slots);
+  for (std::size_t i = 0; i < slots; ++i) {
+    slots_.push_back(Slot{base + i * slot_size_, std::nullopt, false});
+  }
+  current_ = slots - 1;  // the first next() lands on slot 0
+}
+
+template <typename Allocator>
+BounceBufferRing<Allocator>::~BounceBufferRing() noexcept
+{
+  // The buffer goes back to the pool: no copy may still be reading or writing it.
+  for (auto& slot : slots_) {
+    if (slot.in_flight) {
+      try {
+        slot.event->synchronize();
+      } catch (std::exception const& e) {
+        KVIKIO_LOG_ERROR("BounceBufferRing: waiting for a copy in flight failed: ", e.what());
+      }
+    }
+  }
+}
+
+template <typename Allocator>
+void* BounceBufferRing<Allocator>::advance()
+{
+  current_   = (current_ + 1) % slots_.size();
+  auto& slot = slots_[current_];
+  if (slot.in_flight) {  // wrap-around onto a slot whose copy may not be done
+    slot.event->synchronize();
+    slot.in_flight = false;
+  }
+  return slot.data;
+}
+
+template <typename Allocator>
+void* BounceBufferRing<Allocator>::next()
+{
+  return advance();
+}
+
+template <typename Allocator>
+void BounceBufferRing<Allocator>::submit_h2d(CUdeviceptr dst, std::size_t nbytes, CUstream stream)
+{
+  auto& slot = slots_[current_];
+  KVIKIO_EXPECT(nbytes <= slot_size_,
+                "BounceBufferRing::submit_h2d: more bytes than a slot holds",
+                std::invalid_argument);
+  if (!slot.event) { slot.event.emplace(EventPool::instance().get()); }
+  KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().MemcpyHtoDAsync(dst, slot.data, nbytes, stream));
+  slot.event->record(stream);
+  slot.in_flight = true;
+}
+
+template <typename Allocator>
+std::size_t BounceBufferRing<Allocator>::submit_d2h(CUdeviceptr src,
+                                                    std::size_t nbytes,
+                                                    CUstream stream)
+{
+  KVIKIO_EXPECT(nbytes <= slot_size_,
+                "BounceBufferRing::submit_d2h: more bytes than a slot holds",
+                std::invalid_argument);
+  advance();
+  auto& slot = slots_[current_];
+  if (!slot.event) { slot.event.emplace(EventPool::instance().get()); }
+  KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().MemcpyDtoHAsync(slot.data, src, nbytes, stream));
+  slot.event->record(stream);
+  slot.in_flight = true;
+  return current_;
+}
+
+template <typename Allocator>
+void* BounceBufferRing<Allocator>::wait(std::size_t index)
+{
+  auto& slot = slots_.at(index);
+  if (slot.in_flight) {
+    slot.event->synchronize();
+    slot.in_flight = false;
+  }
+  return slot.data;
+}
+
+template <typename Allocator>
+void BounceBufferRing<Allocator>::finish()
+{
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    (void)wait(i);
+  }
+}
+
+template class BounceBufferRing<CudaPinnedAllocator>;
 
 }  // namespace kvikio

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <memory>
@@ -64,6 +65,16 @@ ThreadPool* block_device_pool(dev_t device)
   auto& pool = (*pools)[device];
   if (!pool) { pool = std::make_unique<ThreadPool>(defaults::thread_pool_nthreads()); }
   return pool.get();
+}
+
+// Device transfers go in one contiguous range per pool thread (a multiple of task_size), so
+// that each task's ring overlaps reading chunk i+1 with copying chunk i across the whole range;
+// with one task per chunk every task would end waiting for its only copy.
+std::size_t device_task_size(std::size_t size, std::size_t task_size, ThreadPool const& pool)
+{
+  std::size_t const threads    = std::max<std::size_t>(pool.get_thread_count(), 1);
+  std::size_t const per_thread = (size + threads - 1) / threads;
+  return std::max(task_size, (per_thread + task_size - 1) / task_size * task_size);
 }
 
 }  // namespace
@@ -317,6 +328,7 @@ std::future<std::size_t> FileHandle::pread(void* buf,
   (void)base_size;
   bool const direct =
     compat_.is_compat_mode_preferred() && defaults::auto_direct_io_read() && fd_direct_ >= 0;
+  task_size = device_task_size(size, task_size, *pool);
   return parallel_io(
     [this, base = base, base_offset = base_offset](
       std::size_t buf_offset, std::size_t n, std::size_t offset) {
@@ -372,6 +384,7 @@ std::future<std::size_t> FileHandle::pwrite(void const* buf,
   (void)base_size;
   bool const direct =
     compat_.is_compat_mode_preferred() && defaults::auto_direct_io_write() && fd_direct_ >= 0;
+  task_size = device_task_size(size, task_size, *pool);
   return parallel_io(
     [this, base = base, base_offset = base_offset](
       std::size_t buf_offset, std::size_t n, std::size_t offset) {

@@ -158,20 +158,20 @@ void MmapHandle::copy_out(std::byte* dst, std::size_t size, std::size_t offset, 
     std::memcpy(dst, src, size);
     return;
   }
-  // Mapped pages are pageable: stage them through a pinned buffer (pageable copies are slow).
+  // Mapped pages are pageable: stage them through the ring's pinned slots (pageable copies are
+  // slow), copying into one slot while the others are on their way to the device.
   PushAndPopContext const context{dst};
   CUcontext ctx{};
   KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
   CUstream const stream = detail::stream_for_this_thread(ctx);
-  auto bounce           = BounceBufferPool<>::instance().get();
+  BounceBufferRing<> ring{defaults::num_bounce_buffers()};
   for (std::size_t done = 0; done < size;) {
-    std::size_t const n = std::min(bounce.size(), size - done);
-    std::memcpy(bounce.get(), src + done, n);
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().MemcpyHtoDAsync(
-      convert_void2deviceptr(dst + done), bounce.get(), n, stream));
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream));
+    std::size_t const n = std::min(ring.slot_size(), size - done);
+    std::memcpy(ring.next(), src + done, n);
+    ring.submit_h2d(convert_void2deviceptr(dst + done), n, stream);
     done += n;
   }
+  ring.finish();
 }
 
 std::size_t MmapHandle::read(void* buf, std::optional<std::size_t> size, std::size_t offset)

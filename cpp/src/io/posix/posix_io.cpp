@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -164,6 +165,8 @@ std::size_t host_io(Op op,
   return size;
 }
 
+// Device memory through this task's ring of pinned slots: reading the next chunk from the file
+// (or writing the previous one) overlaps the copy of the current one.
 std::size_t device_io(Op op,
                       int fd,
                       std::byte* dev,
@@ -173,28 +176,48 @@ std::size_t device_io(Op op,
                       bool overread)
 {
   if (size == 0) { return 0; }
-  auto& api = cudaAPI::instance();
   CUcontext ctx{};
-  KVIKIO_CUDA_DRIVER_TRY(api.CtxGetCurrent(&ctx));
+  KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
   KVIKIO_EXPECT(
     ctx != nullptr, "device-memory I/O needs a current CUDA context", std::invalid_argument);
   CUstream const stream = stream_for_this_thread(ctx);
-  auto bounce           = BounceBufferPool<>::instance().get();
-  auto* staging         = static_cast<std::byte*>(bounce.get());
-  std::size_t done      = 0;
-  while (done < size) {
-    std::size_t const n   = std::min(bounce.size(), size - done);
-    auto const device_ptr = convert_void2deviceptr(dev + done);
-    if (op == Op::read) {
-      host_io(op, fd, staging, n, file_offset + done, fd_direct, overread);
-      KVIKIO_CUDA_DRIVER_TRY(api.MemcpyHtoDAsync(device_ptr, staging, n, stream));
-      KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(stream));
-    } else {
-      KVIKIO_CUDA_DRIVER_TRY(api.MemcpyDtoHAsync(staging, device_ptr, n, stream));
-      KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(stream));
-      host_io(op, fd, staging, n, file_offset + done, fd_direct, false);
+  BounceBufferRing<> ring{defaults::num_bounce_buffers()};
+  std::size_t const chunk = ring.slot_size();
+  if (op == Op::read) {
+    for (std::size_t done = 0; done < size;) {
+      std::size_t const n = std::min(chunk, size - done);
+      auto* slot          = static_cast<std::byte*>(ring.next());
+      host_io(Op::read, fd, slot, n, file_offset + done, fd_direct, overread);
+      ring.submit_h2d(convert_void2deviceptr(dev + done), n, stream);
+      done += n;
     }
+    ring.finish();
+    return size;
+  }
+  // Writes: up to num_slots() device-to-host copies run ahead of the file writes.
+  struct Pending {
+    std::size_t slot, offset, n;
+  };
+  std::deque<Pending> pending;
+  auto write_oldest = [&] {
+    auto const p = pending.front();
+    pending.pop_front();
+    host_io(Op::write,
+            fd,
+            static_cast<std::byte*>(ring.wait(p.slot)),
+            p.n,
+            file_offset + p.offset,
+            fd_direct,
+            false);
+  };
+  for (std::size_t done = 0; done < size;) {
+    std::size_t const n = std::min(chunk, size - done);
+    if (pending.size() == ring.num_slots()) { write_oldest(); }
+    pending.push_back({ring.submit_d2h(convert_void2deviceptr(dev + done), n, stream), done, n});
     done += n;
+  }
+  while (!pending.empty()) {
+    write_oldest();
   }
   return size;
 }
