@@ -69,6 +69,9 @@ struct Row {
   unsigned threads;
   std::size_t task_size, bytes;
   std::vector<Measurement> runs;
+  std::size_t ring_depth{0};    // 0: not KvikIO's ring (a baseline)
+  std::size_t slot_size{0};     // bytes per ring slot
+  std::size_t pinned_bytes{0};  // pinned bytes KvikIO's pool held after the runs
 
   [[nodiscard]] std::vector<double> gbps() const
   {
@@ -92,26 +95,32 @@ struct Row {
 
 inline void print_table(std::vector<Row> const& rows)
 {
-  std::printf("\n%-6s %-6s %-26s %7s %9s %9s %9s %9s %9s\n",
+  char const* header = "\n%-6s %-6s %-26s %7s %5s %4s %7s %8s %9s %9s %9s %9s\n";
+  std::printf(header,
               "op",
               "mem",
               "variant",
               "threads",
               "task",
+              "k",
+              "slot",
+              "pinned",
               "median",
               "min",
               "max",
               "CPU s/GB");
-  std::printf(
-    "%-6s %-6s %-26s %7s %9s %9s %9s %9s %9s\n", "", "", "", "", "MiB", "GB/s", "GB/s", "GB/s", "");
+  std::printf(header + 1, "", "", "", "", "MiB", "", "KiB", "MiB", "GB/s", "GB/s", "GB/s", "");
   for (auto const& r : rows) {
     auto const g = r.gbps();
-    std::printf("%-6s %-6s %-26s %7u %9zu %9.2f %9.2f %9.2f %9.3f\n",
+    std::printf("%-6s %-6s %-26s %7u %5zu %4zu %7zu %8zu %9.2f %9.2f %9.2f %9.3f\n",
                 r.op.c_str(),
                 r.mem.c_str(),
                 r.variant.c_str(),
                 r.threads,
                 r.task_size >> 20,
+                r.ring_depth,
+                r.slot_size >> 10,
+                r.pinned_bytes >> 20,
                 g[g.size() / 2],
                 g.front(),
                 g.back(),
@@ -131,7 +140,8 @@ inline void write_json_lines(std::string const& path,
         << ",\"bytes\":" << r.bytes << ",\"gbps_median\":" << g[g.size() / 2]
         << ",\"gbps_min\":" << g.front() << ",\"gbps_max\":" << g.back()
         << ",\"cpu_s_per_gb\":" << r.median_cpu_s_per_gb() << ",\"repeats\":" << r.runs.size()
-        << extra << "}\n";
+        << ",\"ring_depth\":" << r.ring_depth << ",\"slot_size\":" << r.slot_size
+        << ",\"pinned_bytes\":" << r.pinned_bytes << extra << "}\n";
   }
 }
 

@@ -26,6 +26,9 @@ int main(int argc, char** argv)
   local_cmd->add_option("--threads", local.threads, "thread counts to sweep")
     ->delimiter(',')
     ->default_str("1,2,4,8,16");
+  local_cmd
+    ->add_option("--ring-depth", local.ring_depths, "bounce-buffer ring depths k to sweep (device)")
+    ->delimiter(',');
   local_cmd->add_option("--task-size", local.task_size_text, "task size, e.g. 4MiB")
     ->default_val("4MiB");
   local_cmd->add_option("--mem", local.mem, "host or device")

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
@@ -169,55 +170,75 @@ int run_local(LocalOptions const& o)
         KVIKIO_CUDA_DRIVER_TRY(api.StreamCreate(&s.stream, CU_STREAM_NON_BLOCKING));
       }
     }
-    std::vector<std::pair<std::string, std::function<void()>>> variants;
-    variants.emplace_back("kvikio", [&] {
-      auto const n = read ? file.pread(kvikio_buf, size, 0, task).get()
-                          : file.pwrite(kvikio_buf, size, 0, task).get();
-      KVIKIO_EXPECT(n == size,
-                    "kvikio moved " + std::to_string(n) + " of " + std::to_string(size) + " bytes");
-    });
+    // KvikIO once per ring depth (k = 1 beside the others), then the baselines.
+    struct Variant {
+      std::string name;
+      std::size_t depth;  // 0 for baselines
+      std::function<void()> run;
+    };
+    std::vector<Variant> variants;
+    std::vector<std::size_t> depths = o.ring_depths;
+    if (depths.empty()) { depths.push_back(defaults::num_bounce_buffers()); }
+    for (std::size_t k : depths) {
+      variants.push_back({"kvikio k=" + std::to_string(k), k, [&, k] {
+                            defaults::set_num_bounce_buffers(k);
+                            auto const n = read ? file.pread(kvikio_buf, size, 0, task).get()
+                                                : file.pwrite(kvikio_buf, size, 0, task).get();
+                            KVIKIO_EXPECT(n == size,
+                                          "kvikio moved " + std::to_string(n) + " of " +
+                                            std::to_string(size) + " bytes");
+                          }});
+    }
     if (!device) {
-      variants.emplace_back(std::string{"baseline posix "} + (read ? "pread" : "pwrite"), [&] {
-        run_threads(nthreads, size, task, [&](unsigned, std::size_t off, std::size_t n) {
-          exact(read, fd, host.get() + off, n, off);
-        });
-      });
+      variants.push_back({std::string{"baseline posix "} + (read ? "pread" : "pwrite"), 0, [&] {
+                            run_threads(
+                              nthreads, size, task, [&](unsigned, std::size_t off, std::size_t n) {
+                                exact(read, fd, host.get() + off, n, off);
+                              });
+                          }});
     } else {
       auto& api = *driver;
-      variants.emplace_back(read ? "baseline pread+H2D+sync" : "baseline D2H+sync+pwrite", [&] {
-        run_threads(nthreads, size, task, [&](unsigned t, std::size_t off, std::size_t n) {
-          PushAndPopContext const guard{ctx};
-          auto& s = staging[t];
-          if (read) {
-            exact(true, fd, static_cast<char*>(s.pinned), n, off);
-            KVIKIO_CUDA_DRIVER_TRY(api.MemcpyHtoDAsync(dptr + off, s.pinned, n, s.stream));
-            KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(s.stream));
-          } else {
-            KVIKIO_CUDA_DRIVER_TRY(api.MemcpyDtoHAsync(s.pinned, dptr + off, n, s.stream));
-            KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(s.stream));
-            exact(false, fd, static_cast<char*>(s.pinned), n, off);
-          }
-        });
-      });
+      variants.push_back(
+        {read ? "baseline pread+H2D+sync" : "baseline D2H+sync+pwrite", 0, [&] {
+           run_threads(nthreads, size, task, [&](unsigned t, std::size_t off, std::size_t n) {
+             PushAndPopContext const guard{ctx};
+             auto& s = staging[t];
+             if (read) {
+               exact(true, fd, static_cast<char*>(s.pinned), n, off);
+               KVIKIO_CUDA_DRIVER_TRY(api.MemcpyHtoDAsync(dptr + off, s.pinned, n, s.stream));
+               KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(s.stream));
+             } else {
+               KVIKIO_CUDA_DRIVER_TRY(api.MemcpyDtoHAsync(s.pinned, dptr + off, n, s.stream));
+               KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(s.stream));
+               exact(false, fd, static_cast<char*>(s.pinned), n, off);
+             }
+           });
+         }});
       if (read) {
         // The host-side ceiling: the same reads without any copy to the device.
-        variants.emplace_back("baseline posix pread (host)", [&] {
-          run_threads(nthreads, size, task, [&](unsigned t, std::size_t off, std::size_t n) {
-            exact(true, fd, static_cast<char*>(staging[t].pinned), n, off);
-          });
-        });
+        variants.push_back(
+          {"baseline posix pread (host)", 0, [&] {
+             run_threads(nthreads, size, task, [&](unsigned t, std::size_t off, std::size_t n) {
+               exact(true, fd, static_cast<char*>(staging[t].pinned), n, off);
+             });
+           }});
       }
     }
     std::vector<Row> point;
     for (auto const& v : variants) {
-      point.push_back(Row{o.op, o.mem, v.first, nthreads, task, size, {}});
+      point.push_back(Row{o.op, o.mem, v.name, nthreads, task, size, {}});
     }
     for (unsigned rep = 0; rep < o.repeat; ++rep) {
       for (std::size_t i = 0; i < variants.size(); ++i) {  // interleaved: A B A B
         progress(std::to_string(nthreads) + " threads, repeat " + std::to_string(rep + 1) + "/" +
-                 std::to_string(o.repeat) + ": " + variants[i].first);
+                 std::to_string(o.repeat) + ": " + variants[i].name);
         drop();
-        point[i].runs.push_back(measure(variants[i].second));
+        point[i].runs.push_back(measure(variants[i].run));
+        if (variants[i].depth > 0) {
+          point[i].ring_depth   = variants[i].depth;
+          point[i].slot_size    = defaults::bounce_buffer_size() / variants[i].depth;
+          point[i].pinned_bytes = BounceBufferPool<>::instance().pinned_bytes();
+        }
       }
     }
     rows.insert(rows.end(), point.begin(), point.end());

@@ -14,6 +14,7 @@ struct LocalOptions {
   std::string file;
   std::string size_text{"1GiB"};
   std::vector<unsigned> threads;
+  std::vector<std::size_t> ring_depths;  // empty: the current setting
   std::string task_size_text{"4MiB"};
   std::string mem{"host"};
   unsigned repeat{5};

@@ -1,0 +1,276 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * The bounce-buffer ring, the event pool and the per-thread streams. Under the simulator with
+ * CUDASIM_JITTER_US (the ".jitter" variants) copies complete late and in random order of
+ * streams, which is what exposes a slot reused too early.
+ */
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <kvikio/bounce_buffer.hpp>
+#include <kvikio/defaults.hpp>
+#include <kvikio/detail/stream_cache.hpp>
+#include <kvikio/event.hpp>
+#include <kvikio/file_handle.hpp>
+
+#include "common/device.hpp"
+#include "common/temp_dir.hpp"
+
+using kvikio::test::api;
+using kvikio::test::DeviceBuffer;
+using kvikio::test::OnDevice;
+using kvikio::test::pattern;
+
+namespace {
+
+constexpr std::uint8_t poison = 0xEE;
+
+// Random reads and writes through FileHandle with ring depth k, byte-exact, guards checked.
+void random_round_trips(std::size_t k, std::uint32_t seed)
+{
+  kvikio::defaults::set_num_bounce_buffers(k);
+  kvikio::defaults::set_bounce_buffer_size(64 << 10);  // small slots: many wrap-arounds
+  kvikio::defaults::set_thread_pool_nthreads(3);
+  kvikio::test::TempDir dir;
+  auto const path     = dir.file("f");
+  std::size_t const n = 1 << 20;
+  auto const content  = pattern(n, seed);
+  kvikio::test::write_file(path, content);
+  std::mt19937 rng{seed};
+  kvikio::FileHandle f{path, "r+"};
+  DeviceBuffer dev{n + 128};
+  for (int round = 0; round < 8; ++round) {
+    std::size_t const size   = std::uniform_int_distribution<std::size_t>{1, n / 2}(rng);
+    std::size_t const offset = std::uniform_int_distribution<std::size_t>{0, n - size}(rng);
+    std::vector<std::uint8_t> fill(n + 128, poison);
+    KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev.ptr, fill.data(), fill.size()));
+    ASSERT_EQ(f.pread(reinterpret_cast<char*>(dev.get()) + 64, size, offset, 32 << 10, 4096).get(),
+              size);
+    std::vector<std::uint8_t> back(n + 128);
+    KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+    ASSERT_TRUE(std::all_of(back.begin(), back.begin() + 64, [](auto b) { return b == poison; }));
+    ASSERT_EQ(0, std::memcmp(back.data() + 64, content.data() + offset, size))
+      << "k " << k << " round " << round;
+    ASSERT_TRUE(std::all_of(back.begin() + 64 + static_cast<std::ptrdiff_t>(size),
+                            back.end(),
+                            [](auto b) { return b == poison; }));
+    // Write the same bytes elsewhere through the ring, read them back with POSIX.
+    std::size_t const woff = (offset + n / 3) % (n - size + 1);
+    ASSERT_EQ(f.pwrite(reinterpret_cast<char*>(dev.get()) + 64, size, woff, 32 << 10, 4096).get(),
+              size);
+    auto const disk = kvikio::test::read_file(path);
+    ASSERT_EQ(0, std::memcmp(disk.data() + woff, content.data() + offset, size))
+      << "k " << k << " round " << round;
+    kvikio::test::write_file(path, content);  // restore for the next round
+  }
+}
+
+class RingDepth : public OnDevice, public ::testing::WithParamInterface<std::size_t> {};
+
+TEST_P(RingDepth, RandomReadsAndWritesAreByteExact)
+{
+  for (std::uint32_t seed : {1U, 2U, 3U}) {
+    random_round_trips(GetParam(), seed);
+    if (HasFatalFailure()) { return; }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(K, RingDepth, ::testing::Values(1, 2, 3, 4, 8), [](auto const& info) {
+  return "k" + std::to_string(info.param);
+});
+
+TEST_F(OnDevice, RingSlotsShareOneBufferAndPinnedMemoryIsBounded)
+{
+  auto& pool = kvikio::BounceBufferPool<>::instance();
+  kvikio::defaults::set_bounce_buffer_size(1 << 20);
+  pool.clear();
+  std::size_t const before = pool.pinned_bytes();
+  {
+    kvikio::BounceBufferRing<> ring{4};
+    EXPECT_EQ(ring.num_slots(), 4U);
+    EXPECT_EQ(ring.slot_size(), 256U << 10);
+    EXPECT_EQ(pool.pinned_bytes(), before + (1U << 20));  // one buffer, not four
+    kvikio::BounceBufferRing<> deep{1000};                // never smaller than a page per slot
+    EXPECT_EQ(deep.slot_size() % 4096, 0U);
+    EXPECT_LE(deep.num_slots() * deep.slot_size(), 1U << 20);
+  }
+  EXPECT_EQ(pool.num_free_buffers(), 2U);
+  EXPECT_THROW(kvikio::BounceBufferRing<>{0}, std::invalid_argument);
+}
+
+// The harness catches a ring that reuses slots without waiting: the broken cycle below refills
+// slots whose copies may still be pending.
+TEST_F(OnDevice, RingWithoutWrapAroundWaitIsCaughtUnderJitter)
+{
+  if (!kvikio::test::on_simulator() || std::getenv("CUDASIM_JITTER_US") == nullptr) {
+    GTEST_SKIP() << "needs the simulator with CUDASIM_JITTER_US (the .jitter variant)";
+  }
+  kvikio::defaults::set_bounce_buffer_size(64 << 10);
+  auto buffer             = kvikio::BounceBufferPool<>::instance().get();
+  std::size_t const k     = 4;
+  std::size_t const slot  = buffer.size() / k;
+  std::size_t const total = slot * 64;
+  auto const src          = pattern(total, 21);
+  DeviceBuffer dev{total};
+  kvikio::test::Stream stream;
+  for (std::size_t i = 0; i * slot < total; ++i) {
+    auto* p = static_cast<std::uint8_t*>(buffer.get()) + (i % k) * slot;
+    std::memcpy(p, src.data() + i * slot, slot);  // no wait for the slot's previous copy
+    KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoDAsync(dev.ptr + i * slot, p, slot, stream.handle));
+  }
+  KVIKIO_CUDA_DRIVER_TRY(api().StreamSynchronize(stream.handle));
+  std::vector<std::uint8_t> back(total);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, total));
+  EXPECT_NE(back, src) << "the simulator failed to expose slots reused before their copies ran";
+}
+
+TEST_F(OnDevice, EventPoolReusesPerContextAndCounts)
+{
+  auto& pool               = kvikio::EventPool::instance();
+  std::size_t const before = pool.num_free_events(ctx_);
+  CUevent first{};
+  {
+    auto e = pool.get();
+    first  = e.get();
+    EXPECT_EQ(e.context(), ctx_);
+    EXPECT_TRUE(e.is_done());  // never recorded
+  }
+  EXPECT_EQ(pool.num_free_events(ctx_), before + 1);
+  {
+    auto again = pool.get();
+    EXPECT_EQ(again.get(), first);  // LIFO reuse
+    kvikio::test::Stream stream;
+    again.record(stream.handle);
+    again.synchronize();
+    EXPECT_TRUE(again.is_done());
+  }
+  // Another device's context has its own list.
+  int count = 0;
+  KVIKIO_CUDA_DRIVER_TRY(api().DeviceGetCount(&count));
+  if (count > 1) {
+    CUcontext other = kvikio::get_primary_cuda_context(1);
+    kvikio::PushAndPopContext const guard{other};
+    std::size_t const other_before = pool.num_free_events(other);
+    {
+      auto e = pool.get();
+      EXPECT_EQ(e.context(), other);
+    }
+    EXPECT_EQ(pool.num_free_events(other), other_before + 1);
+    EXPECT_EQ(pool.num_free_events(ctx_), before + 1);
+  }
+}
+
+TEST_F(OnDevice, EventPoolCapDestroysSurplus)
+{
+  auto& pool = kvikio::EventPool::instance();
+  kvikio::defaults::set_event_pool_max_per_context(2);
+  {
+    std::vector<kvikio::Event> events;
+    for (int i = 0; i < 5; ++i) {
+      events.push_back(pool.get());
+    }
+  }
+  EXPECT_EQ(pool.num_free_events(ctx_), 2U);
+  kvikio::defaults::set_event_pool_max_per_context(0);
+}
+
+TEST_F(OnDevice, EventPoolUnderConcurrency)
+{
+  auto& pool = kvikio::EventPool::instance();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&] {
+      try {
+        kvikio::PushAndPopContext const guard{ctx_};
+        for (int i = 0; i < 50; ++i) {
+          auto a = pool.get();
+          auto b = pool.get();
+          if (a.get() == b.get()) { ++failures; }
+        }
+      } catch (...) {
+        ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_LE(pool.num_free_events(ctx_), 32U);  // at most two per thread ever existed at once
+  EXPECT_EQ(pool.total_free_events(),
+            pool.num_free_events(ctx_) + pool.total_free_events() - pool.num_free_events(ctx_));
+}
+
+TEST(EventPoolWithoutContext, ClearError)
+{
+  if (!kvikio::is_cuda_available()) {
+    GTEST_SKIP() << "no CUDA device: " << kvikio::detail::cuda_unavailable_reason();
+  }
+  try {
+    (void)kvikio::EventPool::instance().get();
+    FAIL();
+  } catch (kvikio::CUfileException const& e) {
+    EXPECT_NE(std::string{e.what()}.find("no current CUDA context"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(OnDevice, StreamsPerThreadAndContext)
+{
+  std::vector<CUstream> streams(8);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < streams.size(); ++t) {
+    threads.emplace_back([&, t] {
+      CUstream const s = kvikio::detail::stream_for_this_thread(ctx_);
+      if (kvikio::detail::stream_for_this_thread(ctx_) == s) { streams[t] = s; }
+    });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  EXPECT_EQ(std::set<CUstream>(streams.begin(), streams.end()).size(), streams.size());
+  EXPECT_EQ(std::count(streams.begin(), streams.end(), nullptr), 0);
+}
+
+// Run by ctest with CUDASIM_FAIL on a driver call of the ring path (see CMakeLists.txt): the
+// call fails clearly, buffers and events return to their pools, the next call succeeds.
+TEST_F(OnDevice, InjectedRingFailureLeavesPoolsWhole)
+{
+  if (std::getenv("CUDASIM_FAIL") == nullptr) {
+    GTEST_SKIP() << "runs with CUDASIM_FAIL set (ctest)";
+  }
+  kvikio::defaults::set_bounce_buffer_size(64 << 10);
+  kvikio::defaults::set_thread_pool_nthreads(1);
+  kvikio::test::TempDir dir;
+  auto const path     = dir.file("f");
+  std::size_t const n = 1 << 20;
+  auto const content  = pattern(n, 22);
+  kvikio::test::write_file(path, content);
+  kvikio::FileHandle f{path, "r"};
+  DeviceBuffer dev{n};
+  {  // warm the pools so that their counts are stable
+    ASSERT_EQ(f.pread(dev.get(), n, 0, n).get(), n);
+  }
+  auto& buffers            = kvikio::BounceBufferPool<>::instance();
+  auto& events             = kvikio::EventPool::instance();
+  std::size_t const free_b = buffers.num_free_buffers();
+  std::size_t const free_e = events.num_free_events(ctx_);
+  EXPECT_THROW(f.pread(dev.get(), n, 0, n).get(), kvikio::CUfileException);
+  EXPECT_EQ(buffers.num_free_buffers(), free_b);
+  EXPECT_EQ(events.num_free_events(ctx_), free_e);
+  std::vector<std::uint8_t> back(n, poison);
+  ASSERT_EQ(f.pread(dev.get(), n, 0, n).get(), n);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, n));
+  EXPECT_EQ(back, content);
+}
+
+}  // namespace
