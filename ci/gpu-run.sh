@@ -18,7 +18,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT
 status=0
 rm -f build/release/cudasim/libcuda.so*
 timeout 400 ctest --test-dir build/release -j 8 --output-on-failure --timeout 120 -LE device-jitter \
-  -E cudasim.injected_failure >"$OUT/ctest.log" 2>&1 || status=1
+  -E injected_failure >"$OUT/ctest.log" 2>&1 || status=1
 tail -n 25 "$OUT/ctest.log"
 if [[ ${DEMO:-1} == 1 ]]; then
   timeout 120 build/release/cpp/examples/basic_io --size 4294967296 --dir /tmp 2>&1 | tee "$OUT/demo.log" \
