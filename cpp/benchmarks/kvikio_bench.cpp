@@ -44,6 +44,12 @@ int main(int argc, char** argv)
   local_cmd->add_flag(
     "--create", local.create, "write the file with random bytes first if it is too small");
   local_cmd->add_option("--json", local.json, "append one JSON line per row to this file");
+  local_cmd->add_option(
+    "--random-ops",
+    local.random_ops,
+    "reads: this many reads of --io-size at random offsets, by --threads callers");
+  local_cmd->add_option("--io-size", local.io_size_text, "size of each random read, e.g. 4KiB")
+    ->default_val("4KiB");
   CLI11_PARSE(app, argc, argv);
   try {
     if (local.threads.empty()) { local.threads = {1, 2, 4, 8, 16}; }

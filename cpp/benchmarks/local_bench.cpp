@@ -16,6 +16,7 @@
 #include <ctime>
 #include <functional>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -110,10 +111,15 @@ struct Staging {
 
 int run_local(LocalOptions const& o)
 {
-  std::size_t const size = parse_size(o.size_text);
-  std::size_t const task = parse_size(o.task_size_text);
-  bool const read        = o.op == "read";
-  bool const device      = o.mem == "device";
+  std::size_t const size    = parse_size(o.size_text);
+  std::size_t const task    = parse_size(o.task_size_text);
+  bool const read           = o.op == "read";
+  bool const device         = o.mem == "device";
+  bool const random         = o.random_ops > 0;
+  std::size_t const io_size = parse_size(o.io_size_text);
+  KVIKIO_EXPECT(!random || (read && io_size > 0 && io_size <= size),
+                "--random-ops needs read and 0 < --io-size <= --size",
+                std::invalid_argument);
   if (read && o.create) {
     std::size_t current = 0;
     try {
@@ -179,54 +185,104 @@ int run_local(LocalOptions const& o)
     std::vector<Variant> variants;
     std::vector<std::size_t> depths = o.ring_depths;
     if (depths.empty()) { depths.push_back(defaults::num_bounce_buffers()); }
-    for (std::size_t k : depths) {
-      variants.push_back({"kvikio k=" + std::to_string(k), k, [&, k] {
-                            defaults::set_num_bounce_buffers(k);
-                            auto const n = read ? file.pread(kvikio_buf, size, 0, task).get()
-                                                : file.pwrite(kvikio_buf, size, 0, task).get();
-                            KVIKIO_EXPECT(n == size,
-                                          "kvikio moved " + std::to_string(n) + " of " +
-                                            std::to_string(size) + " bytes");
-                          }});
-    }
-    if (!device) {
-      variants.push_back({std::string{"baseline posix "} + (read ? "pread" : "pwrite"), 0, [&] {
-                            run_threads(
-                              nthreads, size, task, [&](unsigned, std::size_t off, std::size_t n) {
-                                exact(read, fd, host.get() + off, n, off);
+    if (random) {
+      // nthreads callers, each reading io-size pieces at random offsets into its own region.
+      auto random_reads =
+        [&, nthreads](std::function<void(unsigned, std::size_t, std::size_t)> const& op) {
+          std::vector<std::thread> callers;
+          for (unsigned t = 0; t < nthreads; ++t) {
+            callers.emplace_back([&, t] {
+              std::mt19937_64 rng{t + 1};
+              std::size_t const slots = (size - io_size) / io_size + 1;
+              for (std::size_t i = t; i < o.random_ops; i += nthreads) {
+                op(t, rng() % slots * io_size, io_size);
+              }
+            });
+          }
+          for (auto& c : callers) {
+            c.join();
+          }
+        };
+      for (std::size_t k : depths) {
+        variants.push_back({"kvikio k=" + std::to_string(k), k, [&, k, random_reads] {
+                              defaults::set_num_bounce_buffers(k);
+                              random_reads([&](unsigned t, std::size_t off, std::size_t n) {
+                                auto* dst = static_cast<char*>(kvikio_buf) + t * io_size;
+                                KVIKIO_EXPECT(file.pread(dst, n, off, task).get() == n,
+                                              "short read");
                               });
-                          }});
+                            }});
+      }
+      if (device) {
+        auto& api = *driver;
+        variants.push_back({"baseline pread+H2D+sync", 0, [&, random_reads] {
+                              random_reads([&](unsigned t, std::size_t off, std::size_t n) {
+                                PushAndPopContext const guard{ctx};
+                                auto& s = staging[t];
+                                exact(true, fd, static_cast<char*>(s.pinned), n, off);
+                                KVIKIO_CUDA_DRIVER_TRY(
+                                  api.MemcpyHtoDAsync(dptr + t * io_size, s.pinned, n, s.stream));
+                                KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(s.stream));
+                              });
+                            }});
+      } else {
+        variants.push_back({"baseline posix pread", 0, [&, random_reads] {
+                              random_reads([&](unsigned t, std::size_t off, std::size_t n) {
+                                exact(true, fd, host.get() + t * io_size, n, off);
+                              });
+                            }});
+      }
     } else {
-      auto& api = *driver;
-      variants.push_back(
-        {read ? "baseline pread+H2D+sync" : "baseline D2H+sync+pwrite", 0, [&] {
-           run_threads(nthreads, size, task, [&](unsigned t, std::size_t off, std::size_t n) {
-             PushAndPopContext const guard{ctx};
-             auto& s = staging[t];
-             if (read) {
-               exact(true, fd, static_cast<char*>(s.pinned), n, off);
-               KVIKIO_CUDA_DRIVER_TRY(api.MemcpyHtoDAsync(dptr + off, s.pinned, n, s.stream));
-               KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(s.stream));
-             } else {
-               KVIKIO_CUDA_DRIVER_TRY(api.MemcpyDtoHAsync(s.pinned, dptr + off, n, s.stream));
-               KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(s.stream));
-               exact(false, fd, static_cast<char*>(s.pinned), n, off);
-             }
-           });
-         }});
-      if (read) {
-        // The host-side ceiling: the same reads without any copy to the device.
+      for (std::size_t k : depths) {
+        variants.push_back({"kvikio k=" + std::to_string(k), k, [&, k] {
+                              defaults::set_num_bounce_buffers(k);
+                              auto const n = read ? file.pread(kvikio_buf, size, 0, task).get()
+                                                  : file.pwrite(kvikio_buf, size, 0, task).get();
+                              KVIKIO_EXPECT(n == size,
+                                            "kvikio moved " + std::to_string(n) + " of " +
+                                              std::to_string(size) + " bytes");
+                            }});
+      }
+      if (!device) {
         variants.push_back(
-          {"baseline posix pread (host)", 0, [&] {
-             run_threads(nthreads, size, task, [&](unsigned t, std::size_t off, std::size_t n) {
-               exact(true, fd, static_cast<char*>(staging[t].pinned), n, off);
+          {std::string{"baseline posix "} + (read ? "pread" : "pwrite"), 0, [&] {
+             run_threads(nthreads, size, task, [&](unsigned, std::size_t off, std::size_t n) {
+               exact(read, fd, host.get() + off, n, off);
              });
            }});
+      } else {
+        auto& api = *driver;
+        variants.push_back(
+          {read ? "baseline pread+H2D+sync" : "baseline D2H+sync+pwrite", 0, [&] {
+             run_threads(nthreads, size, task, [&](unsigned t, std::size_t off, std::size_t n) {
+               PushAndPopContext const guard{ctx};
+               auto& s = staging[t];
+               if (read) {
+                 exact(true, fd, static_cast<char*>(s.pinned), n, off);
+                 KVIKIO_CUDA_DRIVER_TRY(api.MemcpyHtoDAsync(dptr + off, s.pinned, n, s.stream));
+                 KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(s.stream));
+               } else {
+                 KVIKIO_CUDA_DRIVER_TRY(api.MemcpyDtoHAsync(s.pinned, dptr + off, n, s.stream));
+                 KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(s.stream));
+                 exact(false, fd, static_cast<char*>(s.pinned), n, off);
+               }
+             });
+           }});
+        if (read) {
+          // The host-side ceiling: the same reads without any copy to the device.
+          variants.push_back(
+            {"baseline posix pread (host)", 0, [&] {
+               run_threads(nthreads, size, task, [&](unsigned t, std::size_t off, std::size_t n) {
+                 exact(true, fd, static_cast<char*>(staging[t].pinned), n, off);
+               });
+             }});
+        }
       }
     }
     std::vector<Row> point;
     for (auto const& v : variants) {
-      point.push_back(Row{o.op, o.mem, v.name, nthreads, task, size, {}});
+      point.push_back(
+        Row{o.op, o.mem, v.name, nthreads, task, random ? o.random_ops * io_size : size, {}});
     }
     for (unsigned rep = 0; rep < o.repeat; ++rep) {
       for (std::size_t i = 0; i < variants.size(); ++i) {  // interleaved: A B A B
@@ -271,6 +327,16 @@ int run_local(LocalOptions const& o)
     defaults::num_bounce_buffers(),
     date);
   print_table(rows);
+  if (random) {
+    std::printf("\nrandom reads of %zu bytes: operations per second (median)\n", io_size);
+    for (auto const& r : rows) {
+      auto const g = r.gbps();
+      std::printf("%-26s %7u threads %12.0f ops/s\n",
+                  r.variant.c_str(),
+                  r.threads,
+                  g[g.size() / 2] * 1e9 / io_size);
+    }
+  }
   if (!o.json.empty()) {
     write_json_lines(o.json,
                      rows,

@@ -22,6 +22,8 @@ struct LocalOptions {
   bool drop_cache{false};
   bool create{false};
   std::string json;
+  std::size_t random_ops{0};  // > 0: that many reads of io_size at random offsets per point
+  std::string io_size_text{"4KiB"};
 };
 
 /// Runs `kvikio_bench local ...`; returns the process exit code.

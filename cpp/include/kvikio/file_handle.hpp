@@ -104,8 +104,9 @@ class FileHandle {
    * @brief Reads `size` bytes at `file_offset` into `buf` (host or device memory) in parallel
    * tasks of `task_size` on `thread_pool`.
    *
-   * Device reads smaller than `gds_threshold` run on the calling thread. The future holds the
-   * bytes read, or the first error of any task; it is ready only after every task finished.
+   * Reads smaller than `gds_threshold` (host or device memory) run on the calling thread: a
+   * task hand-off costs more than they do (upstream shortcuts device reads only). The future holds
+   * the bytes read, or the first error of any task; it is ready only after every task finished.
    * @throws std::invalid_argument for a null buffer, a task size of 0 or a null pool;
    * std::overflow_error if `file_offset + size` overflows.
    */

@@ -306,6 +306,10 @@ std::future<std::size_t> FileHandle::pread(void* buf,
     bool const overread = defaults::auto_direct_io_read_overread();
     int const fd        = fd_;
     auto* const bytes   = static_cast<std::byte*>(buf);
+    if (size < gds_threshold) {  // small: a task hand-off would cost more than the read
+      return make_ready_future(
+        detail::posix_host_read(fd, bytes, size, file_offset, direct, overread));
+    }
     return parallel_io(
       [fd, direct, overread, bytes](std::size_t buf_offset, std::size_t n, std::size_t offset) {
         return detail::posix_host_read(fd, bytes + buf_offset, n, offset, direct, overread);
@@ -360,6 +364,11 @@ std::future<std::size_t> FileHandle::pwrite(void const* buf,
     int const direct  = defaults::auto_direct_io_write() ? fd_direct_ : -1;
     int const fd      = fd_;
     auto const* bytes = static_cast<std::byte const*>(buf);
+    if (size < gds_threshold) {
+      auto const written = detail::posix_host_write(fd, bytes, size, file_offset, direct);
+      grew_to(file_offset + written);
+      return make_ready_future(written);
+    }
     return parallel_io(
       [this, fd, direct, bytes](std::size_t buf_offset, std::size_t n, std::size_t offset) {
         auto const written = detail::posix_host_write(fd, bytes + buf_offset, n, offset, direct);
