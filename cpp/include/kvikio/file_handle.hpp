@@ -167,6 +167,27 @@ class FileHandle {
   [[nodiscard]] CompatModeManager const& get_compat_mode_manager() const noexcept;
 
  private:
+  enum class Direction { read, write };
+  // Host memory on the calling thread (POSIX; O_DIRECT through `fd_direct` if >= 0).
+  std::size_t host_transfer(
+    Direction dir, std::byte* buf, std::size_t size, std::size_t file_offset, int fd_direct);
+  // Device memory in context `ctx` on the calling thread (POSIX through the ring, or cuFile).
+  std::size_t device_transfer(Direction dir,
+                              CUcontext ctx,
+                              void* devPtr_base,
+                              std::size_t size,
+                              std::size_t file_offset,
+                              std::size_t devPtr_offset,
+                              bool sync_default_stream);
+  // The body of pread() and pwrite().
+  std::future<std::size_t> parallel_transfer(Direction dir,
+                                             void* buf,
+                                             std::size_t size,
+                                             std::size_t file_offset,
+                                             std::size_t task_size,
+                                             std::size_t gds_threshold,
+                                             bool sync_default_stream,
+                                             ThreadPool* thread_pool);
   void check_open() const;
   void check_range(void const* buf,
                    std::size_t size,

@@ -224,6 +224,115 @@ ThreadPool* FileHandle::pool_for(ThreadPool* requested) const
   return requested;
 }
 
+std::size_t FileHandle::host_transfer(
+  Direction dir, std::byte* buf, std::size_t size, std::size_t file_offset, int fd_direct)
+{
+  if (dir == Direction::read) {
+    return detail::posix_host_read(
+      fd_, buf, size, file_offset, fd_direct, defaults::auto_direct_io_read_overread());
+  }
+  auto const written = detail::posix_host_write(fd_, buf, size, file_offset, fd_direct);
+  grew_to(file_offset + written);
+  return written;
+}
+
+std::size_t FileHandle::device_transfer(Direction dir,
+                                        CUcontext ctx,
+                                        void* devPtr_base,
+                                        std::size_t size,
+                                        std::size_t file_offset,
+                                        std::size_t devPtr_offset,
+                                        bool sync_default_stream)
+{
+  PushAndPopContext const context{ctx};
+  // Work queued on the legacy default stream (which KvikIO's streams do not wait for) lands first.
+  if (sync_default_stream) {
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
+  }
+  bool const reading = dir == Direction::read;
+  std::size_t moved  = 0;
+  if (compat_.is_compat_mode_preferred()) {
+    int const direct =
+      (reading ? defaults::auto_direct_io_read() : defaults::auto_direct_io_write()) ? fd_direct_
+                                                                                     : -1;
+    moved = reading ? detail::posix_device_read(fd_,
+                                                devPtr_base,
+                                                size,
+                                                file_offset,
+                                                devPtr_offset,
+                                                direct,
+                                                defaults::auto_direct_io_read_overread())
+                    : detail::posix_device_write(
+                        fd_, devPtr_base, size, file_offset, devPtr_offset, direct);
+  } else {
+    auto& api         = cuFileAPI::instance();
+    auto const offset = static_cast<off_t>(file_offset);
+    auto const dev    = static_cast<off_t>(devPtr_offset);
+    ssize_t const ret = reading
+                          ? api.Read(compat_.cufile_handle(), devPtr_base, size, offset, dev)
+                          : api.Write(compat_.cufile_handle(), devPtr_base, size, offset, dev);
+    moved = cufile_bytes(ret, size, file_offset, reading ? "cuFileRead" : "cuFileWrite");
+  }
+  if (!reading) { grew_to(file_offset + moved); }
+  return moved;
+}
+
+std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
+                                                       void* buf,
+                                                       std::size_t size,
+                                                       std::size_t file_offset,
+                                                       std::size_t task_size,
+                                                       std::size_t gds_threshold,
+                                                       bool sync_default_stream,
+                                                       ThreadPool* thread_pool)
+{
+  KVIKIO_EXPECT(
+    task_size > 0, "FileHandle: task_size must be positive, got 0", std::invalid_argument);
+  ThreadPool* const pool = pool_for(thread_pool);
+  if (size == 0) { return make_ready_future<std::size_t>(0); }
+  bool const reading = dir == Direction::read;
+  int const direct = (reading ? defaults::auto_direct_io_read() : defaults::auto_direct_io_write())
+                       ? fd_direct_
+                       : -1;
+  std::size_t const alignment = direct >= 0 ? detail::page_size() : 0;
+  if (is_host_memory(buf)) {
+    auto* const bytes = static_cast<std::byte*>(buf);
+    if (size < gds_threshold) {  // small: a task hand-off would cost more than the transfer
+      return make_ready_future(host_transfer(dir, bytes, size, file_offset, direct));
+    }
+    return parallel_io(
+      [this, dir, bytes, direct](std::size_t buf_offset, std::size_t n, std::size_t offset) {
+        return host_transfer(dir, bytes + buf_offset, n, offset, direct);
+      },
+      size,
+      file_offset,
+      task_size,
+      pool,
+      alignment);
+  }
+  CUcontext ctx = get_context_from_pointer(buf);
+  if (size < gds_threshold) {
+    return make_ready_future(
+      device_transfer(dir, ctx, buf, size, file_offset, 0, sync_default_stream));
+  }
+  if (sync_default_stream) {  // once per call, not per task
+    PushAndPopContext const context{ctx};
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
+  }
+  auto [base, base_size, base_offset] = get_alloc_info(buf, &ctx);
+  (void)base_size;
+  return parallel_io(
+    [this, dir, ctx, base = base, base_offset = base_offset](
+      std::size_t buf_offset, std::size_t n, std::size_t offset) {
+      return device_transfer(dir, ctx, base, n, offset, base_offset + buf_offset, false);
+    },
+    size,
+    file_offset,
+    device_task_size(size, task_size, *pool),
+    pool,
+    compat_.is_compat_mode_preferred() ? alignment : 0);
+}
+
 std::size_t FileHandle::read(void* devPtr_base,
                              std::size_t size,
                              std::size_t file_offset,
@@ -233,27 +342,13 @@ std::size_t FileHandle::read(void* devPtr_base,
   KVIKIO_NVTX_FUNC_RANGE();
   check_range(devPtr_base, size, file_offset, "FileHandle::read");
   if (size == 0) { return 0; }
-  PushAndPopContext const context{devPtr_base};
-  // Work queued on the legacy default stream (which KvikIO's streams do not wait for) lands first.
-  if (sync_default_stream) {
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
-  }
-  if (compat_.is_compat_mode_preferred()) {
-    int const direct = defaults::auto_direct_io_read() ? fd_direct_ : -1;
-    return detail::posix_device_read(fd_,
-                                     devPtr_base,
-                                     size,
-                                     file_offset,
-                                     devPtr_offset,
-                                     direct,
-                                     defaults::auto_direct_io_read_overread());
-  }
-  ssize_t const ret = cuFileAPI::instance().Read(compat_.cufile_handle(),
-                                                 devPtr_base,
-                                                 size,
-                                                 static_cast<off_t>(file_offset),
-                                                 static_cast<off_t>(devPtr_offset));
-  return cufile_bytes(ret, size, file_offset, "cuFileRead");
+  return device_transfer(Direction::read,
+                         get_context_from_pointer(devPtr_base),
+                         devPtr_base,
+                         size,
+                         file_offset,
+                         devPtr_offset,
+                         sync_default_stream);
 }
 
 std::size_t FileHandle::write(void const* devPtr_base,
@@ -266,25 +361,15 @@ std::size_t FileHandle::write(void const* devPtr_base,
   check_range(devPtr_base, size, file_offset, "FileHandle::write");
   check_writable();
   if (size == 0) { return 0; }
-  PushAndPopContext const context{devPtr_base};
-  if (sync_default_stream) {
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
-  }
-  std::size_t written = 0;
-  if (compat_.is_compat_mode_preferred()) {
-    int const direct = defaults::auto_direct_io_write() ? fd_direct_ : -1;
-    written =
-      detail::posix_device_write(fd_, devPtr_base, size, file_offset, devPtr_offset, direct);
-  } else {
-    ssize_t const ret = cuFileAPI::instance().Write(compat_.cufile_handle(),
-                                                    devPtr_base,
-                                                    size,
-                                                    static_cast<off_t>(file_offset),
-                                                    static_cast<off_t>(devPtr_offset));
-    written           = cufile_bytes(ret, size, file_offset, "cuFileWrite");
-  }
-  grew_to(file_offset + written);
-  return written;
+  // The bytes are only read; one pointer type serves both directions.
+  void* const base = const_cast<void*>(devPtr_base);
+  return device_transfer(Direction::write,
+                         get_context_from_pointer(devPtr_base),
+                         base,
+                         size,
+                         file_offset,
+                         devPtr_offset,
+                         sync_default_stream);
 }
 
 std::future<std::size_t> FileHandle::pread(void* buf,
@@ -297,52 +382,14 @@ std::future<std::size_t> FileHandle::pread(void* buf,
 {
   KVIKIO_NVTX_FUNC_RANGE();
   check_range(buf, size, file_offset, "FileHandle::pread");
-  KVIKIO_EXPECT(
-    task_size > 0, "FileHandle::pread: task_size must be positive, got 0", std::invalid_argument);
-  ThreadPool* const pool = pool_for(thread_pool);
-  if (size == 0) { return make_ready_future<std::size_t>(0); }
-  if (is_host_memory(buf)) {
-    int const direct    = defaults::auto_direct_io_read() ? fd_direct_ : -1;
-    bool const overread = defaults::auto_direct_io_read_overread();
-    int const fd        = fd_;
-    auto* const bytes   = static_cast<std::byte*>(buf);
-    if (size < gds_threshold) {  // small: a task hand-off would cost more than the read
-      return make_ready_future(
-        detail::posix_host_read(fd, bytes, size, file_offset, direct, overread));
-    }
-    return parallel_io(
-      [fd, direct, overread, bytes](std::size_t buf_offset, std::size_t n, std::size_t offset) {
-        return detail::posix_host_read(fd, bytes + buf_offset, n, offset, direct, overread);
-      },
-      size,
-      file_offset,
-      task_size,
-      pool,
-      direct >= 0 ? detail::page_size() : 0);
-  }
-  CUcontext ctx = get_context_from_pointer(buf);
-  if (size < gds_threshold) {  // small: no task hand-off
-    return make_ready_future(read(buf, size, file_offset, 0, sync_default_stream));
-  }
-  if (sync_default_stream) {  // once per call, not per task
-    PushAndPopContext const context{ctx};
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
-  }
-  auto [base, base_size, base_offset] = get_alloc_info(buf, &ctx);
-  (void)base_size;
-  bool const direct =
-    compat_.is_compat_mode_preferred() && defaults::auto_direct_io_read() && fd_direct_ >= 0;
-  task_size = device_task_size(size, task_size, *pool);
-  return parallel_io(
-    [this, base = base, base_offset = base_offset](
-      std::size_t buf_offset, std::size_t n, std::size_t offset) {
-      return read(base, n, offset, base_offset + buf_offset, false);
-    },
-    size,
-    file_offset,
-    task_size,
-    pool,
-    direct ? detail::page_size() : 0);
+  return parallel_transfer(Direction::read,
+                           buf,
+                           size,
+                           file_offset,
+                           task_size,
+                           gds_threshold,
+                           sync_default_stream,
+                           thread_pool);
 }
 
 std::future<std::size_t> FileHandle::pwrite(void const* buf,
@@ -356,54 +403,14 @@ std::future<std::size_t> FileHandle::pwrite(void const* buf,
   KVIKIO_NVTX_FUNC_RANGE();
   check_range(buf, size, file_offset, "FileHandle::pwrite");
   check_writable();
-  KVIKIO_EXPECT(
-    task_size > 0, "FileHandle::pwrite: task_size must be positive, got 0", std::invalid_argument);
-  ThreadPool* const pool = pool_for(thread_pool);
-  if (size == 0) { return make_ready_future<std::size_t>(0); }
-  if (is_host_memory(buf)) {
-    int const direct  = defaults::auto_direct_io_write() ? fd_direct_ : -1;
-    int const fd      = fd_;
-    auto const* bytes = static_cast<std::byte const*>(buf);
-    if (size < gds_threshold) {
-      auto const written = detail::posix_host_write(fd, bytes, size, file_offset, direct);
-      grew_to(file_offset + written);
-      return make_ready_future(written);
-    }
-    return parallel_io(
-      [this, fd, direct, bytes](std::size_t buf_offset, std::size_t n, std::size_t offset) {
-        auto const written = detail::posix_host_write(fd, bytes + buf_offset, n, offset, direct);
-        grew_to(offset + written);
-        return written;
-      },
-      size,
-      file_offset,
-      task_size,
-      pool,
-      direct >= 0 ? detail::page_size() : 0);
-  }
-  CUcontext ctx = get_context_from_pointer(buf);
-  if (size < gds_threshold) {
-    return make_ready_future(write(buf, size, file_offset, 0, sync_default_stream));
-  }
-  if (sync_default_stream) {  // once per call, not per task
-    PushAndPopContext const context{ctx};
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
-  }
-  auto [base, base_size, base_offset] = get_alloc_info(buf, &ctx);
-  (void)base_size;
-  bool const direct =
-    compat_.is_compat_mode_preferred() && defaults::auto_direct_io_write() && fd_direct_ >= 0;
-  task_size = device_task_size(size, task_size, *pool);
-  return parallel_io(
-    [this, base = base, base_offset = base_offset](
-      std::size_t buf_offset, std::size_t n, std::size_t offset) {
-      return write(base, n, offset, base_offset + buf_offset, false);
-    },
-    size,
-    file_offset,
-    task_size,
-    pool,
-    direct ? detail::page_size() : 0);
+  return parallel_transfer(Direction::write,
+                           const_cast<void*>(buf),  // only read: see write()
+                           size,
+                           file_offset,
+                           task_size,
+                           gds_threshold,
+                           sync_default_stream,
+                           thread_pool);
 }
 
 void FileHandle::read_async(void* devPtr_base,
