@@ -84,9 +84,10 @@ TEST_P(RingDepth, RandomReadsAndWritesAreByteExact)
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(K, RingDepth, ::testing::Values(1, 2, 3, 4, 8), [](auto const& info) {
-  return "k" + std::to_string(info.param);
-});
+INSTANTIATE_TEST_SUITE_P(K,
+                         RingDepth,
+                         ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8),
+                         [](auto const& info) { return "k" + std::to_string(info.param); });
 
 TEST_F(OnDevice, RingSlotsShareOneBufferAndPinnedMemoryIsBounded)
 {
@@ -241,14 +242,17 @@ TEST_F(OnDevice, StreamsPerThreadAndContext)
   EXPECT_EQ(std::count(streams.begin(), streams.end(), nullptr), 0);
 }
 
-// Run by ctest with CUDASIM_FAIL on a driver call of the ring path (see CMakeLists.txt): the
-// call fails clearly, buffers and events return to their pools, the next call succeeds.
+// Run by ctest with CUDASIM_FAIL on a driver call of the ring path (see CMakeLists.txt), after
+// the ring's four slots have their events: the call fails clearly, the buffer and the events
+// return to their pools, the next call succeeds.
 TEST_F(OnDevice, InjectedRingFailureLeavesPoolsWhole)
 {
   if (std::getenv("CUDASIM_FAIL") == nullptr) {
     GTEST_SKIP() << "runs with CUDASIM_FAIL set (ctest)";
   }
-  kvikio::defaults::set_bounce_buffer_size(64 << 10);
+  std::size_t const bounce = 64 << 10;
+  kvikio::defaults::set_bounce_buffer_size(bounce);
+  kvikio::defaults::set_num_bounce_buffers(4);  // 16 KiB slots: a 1 MiB read is 64 chunks
   kvikio::defaults::set_thread_pool_nthreads(1);
   kvikio::test::TempDir dir;
   auto const path     = dir.file("f");
@@ -257,20 +261,40 @@ TEST_F(OnDevice, InjectedRingFailureLeavesPoolsWhole)
   kvikio::test::write_file(path, content);
   kvikio::FileHandle f{path, "r"};
   DeviceBuffer dev{n};
-  {  // warm the pools so that their counts are stable
-    ASSERT_EQ(f.pread(dev.get(), n, 0, n).get(), n);
+  auto& buffers                 = kvikio::BounceBufferPool<>::instance();
+  auto& events                  = kvikio::EventPool::instance();
+  std::size_t const free_events = events.num_free_events(ctx_);
+  try {
+    (void)f.pread(dev.get(), n, 0, n).get();
+    FAIL() << "the injected failure did not surface";
+  } catch (kvikio::CUfileException const& e) {
+    EXPECT_NE(std::string{e.what()}.find("CUDA_ERROR_"), std::string::npos) << e.what();
   }
-  auto& buffers            = kvikio::BounceBufferPool<>::instance();
-  auto& events             = kvikio::EventPool::instance();
-  std::size_t const free_b = buffers.num_free_buffers();
-  std::size_t const free_e = events.num_free_events(ctx_);
-  EXPECT_THROW(f.pread(dev.get(), n, 0, n).get(), kvikio::CUfileException);
-  EXPECT_EQ(buffers.num_free_buffers(), free_b);
-  EXPECT_EQ(events.num_free_events(ctx_), free_e);
+  EXPECT_EQ(buffers.pinned_bytes(), buffers.num_free_buffers() * bounce)
+    << "a bounce buffer is still on loan";
+  EXPECT_EQ(events.num_free_events(ctx_), free_events + 4)
+    << "the ring's events did not all return";
   std::vector<std::uint8_t> back(n, poison);
   ASSERT_EQ(f.pread(dev.get(), n, 0, n).get(), n);
   KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, n));
   EXPECT_EQ(back, content);
+}
+
+TEST_F(OnDevice, InjectedEventCreateFailure)
+{
+  if (std::getenv("CUDASIM_FAIL") == nullptr) {
+    GTEST_SKIP() << "runs with CUDASIM_FAIL set (ctest)";
+  }
+  auto& pool               = kvikio::EventPool::instance();
+  std::size_t const before = pool.num_free_events(ctx_);
+  {
+    auto first = pool.get();                                  // the first cuEventCreate succeeds
+    EXPECT_THROW((void)pool.get(), kvikio::CUfileException);  // the second is refused
+    EXPECT_EQ(pool.num_free_events(ctx_), before);
+  }
+  EXPECT_EQ(pool.num_free_events(ctx_), before + 1);
+  auto again = pool.get();  // reused, no creation needed
+  EXPECT_EQ(pool.num_free_events(ctx_), before);
 }
 
 }  // namespace

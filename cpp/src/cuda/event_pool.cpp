@@ -3,6 +3,7 @@
  */
 #include <kvikio/event.hpp>
 
+#include <thread>
 #include <utility>
 
 #include <kvikio/defaults.hpp>
@@ -38,7 +39,20 @@ void Event::record(CUstream stream)
   KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().EventRecord(event_, stream));
 }
 
-void Event::synchronize() { KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().EventSynchronize(event_)); }
+void Event::synchronize()
+{
+  // Poll and yield instead of cuEventSynchronize, which spins on the CPU by default: with as
+  // many I/O threads as cores, spinning waiters take the CPU from the threads reading files.
+  auto& api = cudaAPI::instance();
+  while (true) {
+    CUresult const r = api.EventQuery(event_);
+    if (r != CUDA_ERROR_NOT_READY) {
+      KVIKIO_CUDA_DRIVER_TRY(r);
+      return;
+    }
+    std::this_thread::yield();
+  }
+}
 
 bool Event::is_done()
 {

@@ -299,16 +299,13 @@ CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream)
   }
   auto state        = event->state;
   auto const target = state->recorded.fetch_add(1) + 1;
-  cudasim::enqueue(
-    stream,
-    Operation{[state, target] {
-                state->timestamp_ns = now_ns();
-                std::uint64_t seen  = state->completed.load();
-                while (seen < target && !state->completed.compare_exchange_weak(seen, target)) {}
-              },
-              {},
-              0,
-              false});
+  Operation op{[] {}, {}, 0, false};
+  op.after = [state, target] {
+    state->timestamp_ns = now_ns();
+    std::uint64_t seen  = state->completed.load();
+    while (seen < target && !state->completed.compare_exchange_weak(seen, target)) {}
+  };
+  cudasim::enqueue(stream, std::move(op));
   return CUDA_SUCCESS;
 }
 

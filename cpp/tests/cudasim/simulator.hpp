@@ -51,6 +51,9 @@ struct Operation {
   std::vector<Wait> waits;
   std::uint64_t seq{};
   bool host_function{false};
+  // Runs once the stream's progress counts this operation as done (event records: whoever sees
+  // the event complete must also see the stream's earlier work complete).
+  std::function<void()> after{};
 };
 
 }  // namespace cudasim

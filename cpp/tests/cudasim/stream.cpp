@@ -39,11 +39,13 @@ void run_worker(CUstream_st* stream)
     op->run();
     in_host_function()      = false;
     std::uint64_t const seq = op->seq;
+    auto after              = std::move(op->after);
     {
       std::lock_guard const lock{stream->mutex};
       stream->queue.pop_front();
     }
     stream->progress->value.store(seq, std::memory_order_release);
+    if (after) { after(); }
     sim.notify_progress();
   }
   // Destroyed streams are freed by their worker once their work is done (cuStreamDestroy
