@@ -14,6 +14,7 @@ packages=(
   libcurl4-openssl-dev  # libcurl, the HTTP/S3 client of remote I/O
   libcli11-dev          # CLI11, the command line of kvikio_bench
   clang-format          # the formatting check of ./build.sh test
+  nginx-light           # the real HTTP server of the remote I/O tests
   python3-matplotlib    # docs/benchmarks/plot.py (Debian's /usr/bin/python3)
 )
 

@@ -1,0 +1,48 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file detail/curl.hpp
+ * @brief A libcurl easy handle borrowed from a process-wide pool.
+ */
+
+#include <string>
+
+#include <curl/curl.h>
+
+namespace kvikio {
+
+/**
+ * @brief An easy handle, reset to defaults, returned to the pool when destroyed.
+ * Every setopt() and perform() is checked; errors name the option or the URL.
+ */
+class CurlHandle {
+ public:
+  CurlHandle();
+  ~CurlHandle() noexcept;
+  CurlHandle(CurlHandle const&)            = delete;
+  CurlHandle& operator=(CurlHandle const&) = delete;
+
+  /// @throws std::runtime_error naming the option if libcurl refuses it.
+  template <typename T>
+  void setopt(CURLoption option, T value)
+  {
+    check_setopt(curl_easy_setopt(handle_, option, value), option);
+  }
+
+  /// @brief Runs the transfer; returns libcurl's result (the message is in error_message()).
+  CURLcode perform() noexcept;
+  /// @brief The HTTP status of the last transfer (0 if none).
+  [[nodiscard]] long status() const noexcept;
+  [[nodiscard]] std::string error_message(CURLcode code) const;
+  [[nodiscard]] CURL* get() const noexcept { return handle_; }
+
+ private:
+  void check_setopt(CURLcode code, CURLoption option) const;
+  CURL* handle_;
+  char error_[CURL_ERROR_SIZE]{};
+};
+
+}  // namespace kvikio

@@ -1,0 +1,123 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file remote_handle.hpp
+ * @brief Remote objects read into host or device memory over HTTP.
+ *
+ * This session's part of the remote layer: HTTP(S) endpoints and the easy transport (one
+ * ranged GET per task on the thread pool, pooled easy handles, retries). S3, presigned URLs,
+ * WebHDFS and the multi-poll transport follow.
+ */
+
+#include <cstddef>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/detail/curl.hpp>
+#include <kvikio/threadpool_wrapper.hpp>
+
+namespace kvikio {
+
+enum class RemoteEndpointType : uint8_t { AUTO, S3, S3_PUBLIC, S3_PRESIGNED_URL, WEBHDFS, HTTP };
+
+/**
+ * @brief Where an object lives: how to configure a request for it and how to learn its size.
+ */
+class RemoteEndpoint {
+ public:
+  explicit RemoteEndpoint(RemoteEndpointType type) noexcept : type_{type} {}
+  virtual ~RemoteEndpoint() = default;
+  /// @brief Sets the URL and whatever else every request needs (authentication...).
+  virtual void setopt(CurlHandle& curl) = 0;
+  /// @brief A description for messages (the URL, without secrets).
+  [[nodiscard]] virtual std::string str() const = 0;
+  /// @brief The object's size in bytes (one request). @throws std::runtime_error
+  virtual std::size_t get_file_size() = 0;
+  /// @brief Asks for `size` bytes at `file_offset` (size > 0).
+  virtual void setup_range_request(CurlHandle& curl, std::size_t file_offset, std::size_t size);
+  [[nodiscard]] RemoteEndpointType remote_endpoint_type() const noexcept { return type_; }
+
+ private:
+  RemoteEndpointType type_;
+};
+
+/// @brief A plain HTTP or HTTPS URL that supports range requests.
+class HttpEndpoint : public RemoteEndpoint {
+ public:
+  /// @throws std::invalid_argument if `url` is not a valid http(s) URL.
+  explicit HttpEndpoint(std::string url);
+  void setopt(CurlHandle& curl) override;
+  [[nodiscard]] std::string str() const override;
+  std::size_t get_file_size() override;
+  /// @brief Whether `url` is a valid http:// or https:// URL. Never throws.
+  static bool is_url_valid(std::string const& url) noexcept;
+
+ private:
+  std::string url_;
+};
+
+/**
+ * @brief The endpoint type a URL looks like (http(s) -> HTTP).
+ * @throws std::invalid_argument for a URL of no supported type.
+ */
+RemoteEndpointType infer_remote_endpoint_type(std::string const& url);
+
+/**
+ * @brief A remote object. Move-only; its read methods are safe to call from many threads.
+ */
+class RemoteHandle {
+ public:
+  /**
+   * @brief Opens `url` as `type` (AUTO: inferred), which must be in `allow_list` if given.
+   * The size is asked once, unless `nbytes` gives it.
+   * @throws std::invalid_argument for an unsupported or disallowed type or a bad URL;
+   * std::runtime_error if the size request fails.
+   */
+  static RemoteHandle open(std::string url,
+                           RemoteEndpointType type = RemoteEndpointType::AUTO,
+                           std::optional<std::vector<RemoteEndpointType>> allow_list = std::nullopt,
+                           std::optional<std::size_t> nbytes = std::nullopt);
+
+  RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint, std::size_t nbytes);
+  explicit RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint);
+  RemoteHandle(RemoteHandle&&) noexcept            = default;
+  RemoteHandle& operator=(RemoteHandle&&) noexcept = default;
+  RemoteHandle(RemoteHandle const&)                = delete;
+  RemoteHandle& operator=(RemoteHandle const&)     = delete;
+
+  [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
+  [[nodiscard]] RemoteEndpoint const& endpoint() const noexcept { return *endpoint_; }
+  [[nodiscard]] RemoteEndpointType remote_endpoint_type() const noexcept
+  {
+    return endpoint_->remote_endpoint_type();
+  }
+
+  /**
+   * @brief Reads `size` bytes at `file_offset` into `buf` (host or device memory), with one
+   * request on the calling thread.
+   * @throws std::invalid_argument if the range is past the end; std::overflow_error if the
+   * server sends more than asked (it may not support ranges); std::runtime_error otherwise.
+   */
+  std::size_t read(void* buf, std::size_t size, std::size_t file_offset = 0);
+
+  /// @brief read() in parallel tasks of `task_size` on `thread_pool`.
+  std::future<std::size_t> pread(void* buf,
+                                 std::size_t size,
+                                 std::size_t file_offset = 0,
+                                 std::size_t task_size   = defaults::task_size(),
+                                 ThreadPool* thread_pool = &defaults::thread_pool());
+
+ private:
+  std::unique_ptr<RemoteEndpoint> endpoint_;
+  std::size_t nbytes_;
+};
+
+}  // namespace kvikio

@@ -1,0 +1,72 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <stdexcept>
+#include <string>
+
+#include <kvikio/detail/url.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/remote_handle.hpp>
+
+namespace kvikio {
+
+void RemoteEndpoint::setup_range_request(CurlHandle& curl,
+                                         std::size_t file_offset,
+                                         std::size_t size)
+{
+  std::string const range =
+    std::to_string(file_offset) + "-" + std::to_string(file_offset + size - 1);
+  curl.setopt(CURLOPT_RANGE, range.c_str());  // libcurl copies the string
+}
+
+HttpEndpoint::HttpEndpoint(std::string url)
+  : RemoteEndpoint{RemoteEndpointType::HTTP}, url_{std::move(url)}
+{
+  KVIKIO_EXPECT(is_url_valid(url_),
+                "HttpEndpoint: not a valid http(s) URL: \"" + url_ + "\"",
+                std::invalid_argument);
+}
+
+void HttpEndpoint::setopt(CurlHandle& curl) { curl.setopt(CURLOPT_URL, url_.c_str()); }
+
+std::string HttpEndpoint::str() const { return url_; }
+
+bool HttpEndpoint::is_url_valid(std::string const& url) noexcept
+{
+  try {
+    auto const parsed = detail::parse_url(url);
+    return parsed.scheme == "http" || parsed.scheme == "https";
+  } catch (...) {
+    return false;
+  }
+}
+
+std::size_t HttpEndpoint::get_file_size()
+{
+  CurlHandle curl;
+  setopt(curl);
+  curl.setopt(CURLOPT_NOBODY, 1L);
+  CURLcode const r = curl.perform();
+  KVIKIO_EXPECT(r == CURLE_OK,
+                "KvikIO: size request to " + url_ + " failed: " + curl.error_message(r),
+                std::runtime_error);
+  long const status = curl.status();
+  KVIKIO_EXPECT(status / 100 == 2,
+                "KvikIO: size request to " + url_ + " answered HTTP " + std::to_string(status),
+                std::runtime_error);
+  curl_off_t length = -1;
+  curl_easy_getinfo(curl.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+  KVIKIO_EXPECT(length >= 0,
+                "KvikIO: " + url_ + " did not say its size (no Content-Length)",
+                std::runtime_error);
+  return static_cast<std::size_t>(length);
+}
+
+RemoteEndpointType infer_remote_endpoint_type(std::string const& url)
+{
+  if (HttpEndpoint::is_url_valid(url)) { return RemoteEndpointType::HTTP; }
+  throw std::invalid_argument("infer_remote_endpoint_type: \"" + url +
+                              "\" is not a URL of a supported kind (http:// or https://)");
+}
+
+}  // namespace kvikio

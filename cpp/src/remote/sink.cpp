@@ -1,0 +1,91 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include "sink.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/detail/stream_cache.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/shim/cuda.hpp>
+#include <kvikio/utils.hpp>
+
+namespace kvikio::detail {
+
+RemoteSink::RemoteSink(void* dst, std::size_t capacity, bool device)
+  : dst_{static_cast<std::byte*>(dst)}, capacity_{capacity}
+{
+  if (device) {
+    CUcontext ctx{};
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
+    stream_ = stream_for_this_thread(ctx);
+    ring_.emplace(defaults::num_bounce_buffers());
+  }
+}
+
+RemoteSink::~RemoteSink() noexcept = default;  // the ring waits for its copies
+
+std::size_t RemoteSink::write_callback(char* data,
+                                       std::size_t size,
+                                       std::size_t nmemb,
+                                       void* self) noexcept
+{
+  auto* sink          = static_cast<RemoteSink*>(self);
+  std::size_t const n = size * nmemb;
+  if (n > sink->capacity_ - sink->received_) {
+    sink->overflowed_ = true;
+    return 0;  // aborts the transfer: nothing is written past the destination
+  }
+  try {
+    if (!sink->ring_) {
+      std::memcpy(sink->dst_ + sink->received_, data, n);
+    } else {
+      // Fill slots; a full slot goes to the device while the next one fills.
+      std::size_t done = 0;
+      while (done < n) {
+        if (sink->slot_ == nullptr) { sink->slot_ = static_cast<std::byte*>(sink->ring_->next()); }
+        std::size_t const take = std::min(n - done, sink->ring_->slot_size() - sink->in_slot_);
+        std::memcpy(sink->slot_ + sink->in_slot_, data + done, take);
+        sink->in_slot_ += take;
+        done += take;
+        if (sink->in_slot_ == sink->ring_->slot_size()) { sink->flush(); }
+      }
+    }
+  } catch (...) {
+    return 0;  // a CUDA error: abort, the caller reports it
+  }
+  sink->received_ += n;
+  return n;
+}
+
+void RemoteSink::flush()
+{
+  if (in_slot_ == 0) { return; }
+  ring_->submit_h2d(convert_void2deviceptr(dst_ + flushed_), in_slot_, stream_);
+  flushed_ += in_slot_;
+  in_slot_ = 0;
+  slot_    = nullptr;
+}
+
+void RemoteSink::restart()
+{
+  if (ring_) {
+    ring_->finish();
+    slot_    = nullptr;
+    in_slot_ = 0;
+    flushed_ = 0;
+  }
+  received_   = 0;
+  overflowed_ = false;
+}
+
+void RemoteSink::finish()
+{
+  if (!ring_) { return; }
+  flush();
+  ring_->finish();
+}
+
+}  // namespace kvikio::detail

@@ -1,0 +1,58 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+
+#include <cuda.h>
+
+#include <kvikio/bounce_buffer.hpp>
+
+namespace kvikio::detail {
+
+/**
+ * @brief Where the body of one ranged response goes: host memory written in place, or device
+ * memory through the ring (slots filled by the write callbacks, copied when full and at the
+ * end). Never writes past `capacity` bytes: a server that sends more than the range (it may
+ * ignore ranges) makes the sink refuse the data, and the transfer fails.
+ */
+class RemoteSink {
+ public:
+  /// @brief Host memory at `dst`, or device memory (then the caller has pushed its context).
+  RemoteSink(void* dst, std::size_t capacity, bool device);
+  ~RemoteSink() noexcept;
+  RemoteSink(RemoteSink const&)            = delete;
+  RemoteSink& operator=(RemoteSink const&) = delete;
+
+  /// @brief libcurl's write callback: returns `n` or, to abort, anything else.
+  static std::size_t write_callback(char* data,
+                                    std::size_t size,
+                                    std::size_t nmemb,
+                                    void* self) noexcept;
+
+  /// @brief Forget what arrived (a retry rewrites its own range).
+  void restart();
+  /// @brief Copies what is still in the ring's current slot and waits for every copy.
+  void finish();
+
+  [[nodiscard]] std::size_t received() const noexcept { return received_; }
+  [[nodiscard]] bool overflowed() const noexcept { return overflowed_; }
+
+ private:
+  void flush();
+  std::byte* dst_;
+  std::size_t capacity_;
+  std::size_t received_{0};
+  bool overflowed_{false};
+  // Device destinations only.
+  std::optional<BounceBufferRing<>> ring_;
+  CUstream stream_{nullptr};
+  std::byte* slot_{nullptr};
+  std::size_t in_slot_{0};
+  std::size_t flushed_{0};
+};
+
+}  // namespace kvikio::detail
