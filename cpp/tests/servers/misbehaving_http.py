@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""An HTTP server that misbehaves on purpose, for KvikIO's fault tests (standard library only).
+
+    misbehaving_http.py PORT SIZE
+
+Serves one object of SIZE deterministic bytes (byte i = (i * 7 + 3) % 251) under every path;
+the first path segment picks the behaviour:
+
+    /ok/...            honours Range
+    /ignore-range/...  answers 200 with the whole object
+    /flaky/N/...       answers 503 to the first N requests of this path, then honours Range
+    /reset/...         sends half the range, then resets the connection
+    /short/...         promises the range (Content-Length) but sends half of it and closes
+    /stall/...         sends headers, then nothing for 30 s
+    /404/..., /403/... that status
+Prints "ready" on stdout once listening.
+"""
+import socket
+import struct
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+SIZE = int(sys.argv[2])
+DATA = bytes((i * 7 + 3) % 251 for i in range(SIZE))
+COUNTS = {}
+LOCK = threading.Lock()
+
+
+def parse_range(header):
+    if not header or not header.startswith("bytes="):
+        return 0, SIZE - 1
+    first, last = header[len("bytes="):].split("-")
+    return int(first), min(int(last), SIZE - 1)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def _send(self, status, body, content_range=None, length=None):
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body) if length is None else length))
+        self.send_header("Accept-Ranges", "bytes")
+        if content_range:
+            self.send_header("Content-Range", content_range)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_HEAD(self):
+        self.do_GET()
+
+    def do_GET(self):
+        parts = self.path.strip("/").split("/")
+        kind = parts[0]
+        with LOCK:
+            COUNTS[self.path] = COUNTS.get(self.path, 0) + 1
+            count = COUNTS[self.path]
+        if kind in ("404", "403"):
+            return self._send(int(kind), b"no")
+        first, last = parse_range(self.headers.get("Range"))
+        body = DATA[first:last + 1]
+        content_range = f"bytes {first}-{last}/{SIZE}"
+        if self.command == "HEAD":
+            return self._send(200, DATA)
+        if kind == "ignore-range":
+            return self._send(200, DATA)
+        if kind == "flaky" and count <= int(parts[1]):
+            return self._send(503, b"busy")
+        if kind == "reset":
+            self.send_response(206)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Range", content_range)
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            return
+        if kind == "short":
+            self._send(206, body[: len(body) // 2], content_range, length=len(body))
+            self.close_connection = True
+            return
+        if kind == "stall":
+            self.send_response(206)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.flush()
+            time.sleep(30)
+            return
+        return self._send(206, body, content_range)
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+    server.daemon_threads = True
+    print("ready", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * RemoteHandle against a server that misbehaves on purpose (servers/misbehaving_http.py):
+ * retries, servers that ignore ranges, cut connections, short bodies, stalls, HTTP errors.
+ * Every failure must be a clear error naming the URL, and nothing may be written outside the
+ * destination.
+ */
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/remote_handle.hpp>
+
+#include "common/misbehaving_server.hpp"
+
+using kvikio::RemoteEndpointType;
+using kvikio::RemoteHandle;
+using kvikio::test::MisbehavingServer;
+
+namespace {
+
+constexpr std::uint8_t poison  = 0xEE;
+constexpr std::size_t obj_size = 100000;
+
+RemoteHandle handle_for(MisbehavingServer const& server, std::string const& path)
+{
+  return RemoteHandle::open(server.url(path), RemoteEndpointType::HTTP, std::nullopt, obj_size);
+}
+
+std::string error_of(RemoteHandle& handle,
+                     std::vector<std::uint8_t>& buf,
+                     std::size_t size,
+                     std::size_t offset)
+{
+  try {
+    (void)handle.read(buf.data() + 64, size, offset);
+  } catch (std::exception const& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expect_guards(std::vector<std::uint8_t> const& buf, std::size_t size)
+{
+  for (std::size_t i = 0; i < 64; ++i) {
+    ASSERT_EQ(buf[i], poison) << "written before the destination";
+  }
+  for (std::size_t i = 64 + size; i < buf.size(); ++i) {
+    ASSERT_EQ(buf[i], poison) << "written after the destination at " << i;
+  }
+}
+
+class Faults : public ::testing::Test {
+ protected:
+  MisbehavingServer server_{obj_size};
+  std::vector<std::uint8_t> buf_ = std::vector<std::uint8_t>(obj_size + 128, poison);
+};
+
+TEST_F(Faults, HonestServerForReference)
+{
+  auto h = handle_for(server_, "ok/x");
+  ASSERT_EQ(h.read(buf_.data() + 64, 5000, 123), 5000U);
+  for (std::size_t i = 0; i < 5000; ++i) {
+    ASSERT_EQ(buf_[64 + i], MisbehavingServer::byte(123 + i));
+  }
+  expect_guards(buf_, 5000);
+}
+
+TEST_F(Faults, ServerIgnoringRangesIsAnOverflowNotACorruption)
+{
+  auto h                 = handle_for(server_, "ignore-range/x");
+  std::string const what = error_of(h, buf_, 1000, 50);
+  EXPECT_NE(what.find("may not support range requests"), std::string::npos) << what;
+  expect_guards(buf_, 1000);
+  EXPECT_THROW((void)h.read(buf_.data() + 64, 1000, 50), std::overflow_error);
+}
+
+TEST_F(Faults, Transient503IsRetried)
+{
+  kvikio::defaults::set_http_max_attempts(3);
+  auto ok = handle_for(server_, "flaky/2/a");
+  ASSERT_EQ(ok.read(buf_.data() + 64, 777, 1), 777U);
+  EXPECT_EQ(buf_[64], MisbehavingServer::byte(1));
+  expect_guards(buf_, 777);
+  kvikio::defaults::set_http_max_attempts(2);
+  auto gives_up    = handle_for(server_, "flaky/2/b");
+  std::string what = error_of(gives_up, buf_, 10, 0);
+  EXPECT_NE(what.find("after 2 attempt(s)"), std::string::npos) << what;
+  EXPECT_NE(what.find("HTTP 503"), std::string::npos) << what;
+}
+
+TEST_F(Faults, CutConnectionAndShortBody)
+{
+  for (auto path : {"reset/x", "short/x"}) {
+    auto h           = handle_for(server_, path);
+    std::string what = error_of(h, buf_, 20000, 0);
+    EXPECT_FALSE(what.empty()) << path << " was accepted";
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    expect_guards(buf_, 20000);
+  }
+}
+
+TEST_F(Faults, StallHitsTheTimeout)
+{
+  kvikio::defaults::set_http_timeout(1);
+  kvikio::defaults::set_http_max_attempts(1);
+  auto h           = handle_for(server_, "stall/x");
+  auto const start = std::chrono::steady_clock::now();
+  std::string what = error_of(h, buf_, 100, 0);
+  EXPECT_NE(what.find("stall/x"), std::string::npos) << what;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));  // no hang
+}
+
+TEST_F(Faults, HttpErrorsNameStatusAndUrl)
+{
+  for (auto status : {"404", "403"}) {
+    auto h           = handle_for(server_, std::string{status} + "/x");
+    std::string what = error_of(h, buf_, 10, 0);
+    EXPECT_NE(what.find(std::string{"HTTP "} + status), std::string::npos) << what;
+    EXPECT_NE(what.find(server_.url(std::string{status} + "/x")), std::string::npos) << what;
+  }
+  EXPECT_THROW(RemoteHandle::open(server_.url("404/y")), std::runtime_error);  // the size request
+}
+
+}  // namespace
