@@ -15,7 +15,7 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/remote_handle.hpp>
 
-#include "common/misbehaving_server.hpp"
+#include "common/test_servers.hpp"
 
 using kvikio::RemoteEndpointType;
 using kvikio::RemoteHandle;

@@ -65,7 +65,26 @@ class HttpEndpoint : public RemoteEndpoint {
 };
 
 /**
- * @brief The endpoint type a URL looks like (http(s) -> HTTP).
+ * @brief A presigned S3 URL: the signature is in the query, so requests need no credentials.
+ * The size comes from a `Range: bytes=0-0` GET (a presigned URL is usually signed for GET only).
+ */
+class S3EndpointWithPresignedUrl : public RemoteEndpoint {
+ public:
+  /// @throws std::invalid_argument if `presigned_url` is not a valid presigned http(s) URL.
+  explicit S3EndpointWithPresignedUrl(std::string presigned_url);
+  void setopt(CurlHandle& curl) override;
+  [[nodiscard]] std::string str() const override;
+  std::size_t get_file_size() override;
+  /// @brief An http(s) URL whose query holds `X-Amz-Signature`. Never throws.
+  static bool is_url_valid(std::string const& url) noexcept;
+
+ private:
+  std::string url_;
+};
+
+/**
+ * @brief The endpoint type a URL looks like: `/webhdfs/v1/` paths -> WEBHDFS, presigned S3
+ * URLs -> S3_PRESIGNED_URL, other http(s) URLs -> HTTP.
  * @throws std::invalid_argument for a URL of no supported type.
  */
 RemoteEndpointType infer_remote_endpoint_type(std::string const& url);

@@ -6,6 +6,7 @@
 
 #include <kvikio/detail/url.hpp>
 #include <kvikio/error.hpp>
+#include <kvikio/hdfs.hpp>
 #include <kvikio/remote_handle.hpp>
 
 namespace kvikio {
@@ -64,6 +65,10 @@ std::size_t HttpEndpoint::get_file_size()
 
 RemoteEndpointType infer_remote_endpoint_type(std::string const& url)
 {
+  if (WebHdfsEndpoint::is_url_valid(url)) { return RemoteEndpointType::WEBHDFS; }
+  if (S3EndpointWithPresignedUrl::is_url_valid(url)) {
+    return RemoteEndpointType::S3_PRESIGNED_URL;
+  }
   if (HttpEndpoint::is_url_valid(url)) { return RemoteEndpointType::HTTP; }
   throw std::invalid_argument("infer_remote_endpoint_type: \"" + url +
                               "\" is not a URL of a supported kind (http:// or https://)");

@@ -14,6 +14,7 @@
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/nvtx.hpp>
 #include <kvikio/error.hpp>
+#include <kvikio/hdfs.hpp>
 #include <kvikio/parallel_operation.hpp>
 #include <kvikio/utils.hpp>
 
@@ -111,11 +112,19 @@ RemoteHandle RemoteHandle::open(std::string url,
                     "\" is not in the allow list",
                   std::invalid_argument);
   }
-  KVIKIO_EXPECT(
-    type == RemoteEndpointType::HTTP,
-    "RemoteHandle::open: endpoint type " + type_name(type) + " is not supported yet (HTTP only)",
-    std::invalid_argument);
-  auto endpoint = std::make_unique<HttpEndpoint>(std::move(url));
+  std::unique_ptr<RemoteEndpoint> endpoint;
+  switch (type) {
+    case RemoteEndpointType::HTTP: endpoint = std::make_unique<HttpEndpoint>(std::move(url)); break;
+    case RemoteEndpointType::S3_PRESIGNED_URL:
+      endpoint = std::make_unique<S3EndpointWithPresignedUrl>(std::move(url));
+      break;
+    case RemoteEndpointType::WEBHDFS:
+      endpoint = std::make_unique<WebHdfsEndpoint>(std::move(url));
+      break;
+    default:
+      throw std::invalid_argument("RemoteHandle::open: endpoint type " + type_name(type) +
+                                  " is not supported yet (HTTP, S3_PRESIGNED_URL and WEBHDFS are)");
+  }
   return nbytes ? RemoteHandle{std::move(endpoint), *nbytes} : RemoteHandle{std::move(endpoint)};
 }
 

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -16,18 +17,18 @@
 namespace kvikio::test {
 
 /**
- * cpp/tests/servers/misbehaving_http.py (Debian's /usr/bin/python3, standard library only) on
- * a free loopback port, serving one object of `size` bytes whose byte i is (i * 7 + 3) % 251.
+ * A test server of cpp/tests/servers (Debian's /usr/bin/python3, standard library only) on a
+ * free loopback port, started as `script PORT arg`. It prints "ready" once listening. A server
+ * that does not start is an error, never a skip.
  */
-class MisbehavingServer {
+class PythonServer {
  public:
-  explicit MisbehavingServer(std::size_t size) : port_{free_port()}
+  PythonServer(char const* script_name, std::string const& arg) : port_{free_port()}
   {
     int out[2];
     if (::pipe(out) != 0) { throw std::runtime_error("pipe failed"); }
-    std::string const script = std::string{KVIKIO_TEST_SERVERS_DIR} + "/misbehaving_http.py";
+    std::string const script = std::string{KVIKIO_TEST_SERVERS_DIR} + "/" + script_name;
     std::string const port   = std::to_string(port_);
-    std::string const bytes  = std::to_string(size);
     pid_                     = ::fork();
     if (pid_ == 0) {
       ::dup2(out[1], STDOUT_FILENO);
@@ -35,7 +36,7 @@ class MisbehavingServer {
               "python3",
               script.c_str(),
               port.c_str(),
-              bytes.c_str(),
+              arg.c_str(),
               static_cast<char*>(nullptr));
       ::_exit(127);
     }
@@ -48,30 +49,44 @@ class MisbehavingServer {
     if (!ready) {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
-      throw std::runtime_error("the misbehaving HTTP server did not start (/usr/bin/python3 " +
-                               script + ")");
+      throw std::runtime_error("the test server did not start (/usr/bin/python3 " + script + ")");
     }
   }
-  ~MisbehavingServer()
+  ~PythonServer()
   {
     ::kill(pid_, SIGTERM);
     ::waitpid(pid_, nullptr, 0);
   }
-  MisbehavingServer(MisbehavingServer const&)            = delete;
-  MisbehavingServer& operator=(MisbehavingServer const&) = delete;
+  PythonServer(PythonServer const&)            = delete;
+  PythonServer& operator=(PythonServer const&) = delete;
 
   [[nodiscard]] std::string url(std::string const& path) const
   {
     return "http://127.0.0.1:" + std::to_string(port_) + "/" + path;
   }
-  [[nodiscard]] static std::uint8_t byte(std::size_t i)
-  {
-    return static_cast<std::uint8_t>((i * 7 + 3) % 251);
-  }
 
  private:
   int port_;
   pid_t pid_{-1};
+};
+
+/// servers/misbehaving_http.py: one object of `size` bytes whose byte i is (i * 7 + 3) % 251.
+class MisbehavingServer : public PythonServer {
+ public:
+  explicit MisbehavingServer(std::size_t size)
+    : PythonServer{"misbehaving_http.py", std::to_string(size)}
+  {
+  }
+  [[nodiscard]] static std::uint8_t byte(std::size_t i)
+  {
+    return static_cast<std::uint8_t>((i * 7 + 3) % 251);
+  }
+};
+
+/// servers/webhdfs.py serving the files under `root`.
+class WebHdfsServer : public PythonServer {
+ public:
+  explicit WebHdfsServer(std::string const& root) : PythonServer{"webhdfs.py", root} {}
 };
 
 }  // namespace kvikio::test

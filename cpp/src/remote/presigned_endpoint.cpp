@@ -1,0 +1,111 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <charconv>
+#include <string>
+
+#include <kvikio/detail/url.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/remote_handle.hpp>
+
+namespace kvikio {
+namespace {
+
+struct HeaderCapture {
+  std::string content_range;
+};
+
+std::size_t capture_content_range(char* data,
+                                  std::size_t size,
+                                  std::size_t nmemb,
+                                  void* self) noexcept
+{
+  std::string_view const line{data, size * nmemb};
+  constexpr std::string_view name = "content-range:";
+  if (line.size() > name.size()) {
+    bool match = true;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(line[i])) != name[i]) {
+        match = false;
+        break;
+      }
+    }
+    if (match) {
+      static_cast<HeaderCapture*>(self)->content_range = std::string{line.substr(name.size())};
+    }
+  }
+  return size * nmemb;
+}
+
+std::size_t discard_body(char*, std::size_t size, std::size_t nmemb, void*) noexcept
+{
+  return size * nmemb;
+}
+
+}  // namespace
+
+S3EndpointWithPresignedUrl::S3EndpointWithPresignedUrl(std::string presigned_url)
+  : RemoteEndpoint{RemoteEndpointType::S3_PRESIGNED_URL}, url_{std::move(presigned_url)}
+{
+  KVIKIO_EXPECT(is_url_valid(url_),
+                "S3EndpointWithPresignedUrl: not a presigned http(s) URL (no X-Amz-Signature): \"" +
+                  url_ + "\"",
+                std::invalid_argument);
+}
+
+void S3EndpointWithPresignedUrl::setopt(CurlHandle& curl)
+{
+  curl.setopt(CURLOPT_URL, url_.c_str());
+}
+
+std::string S3EndpointWithPresignedUrl::str() const
+{
+  return url_.substr(0, url_.find('?'));  // the query holds the signature: keep it out of messages
+}
+
+bool S3EndpointWithPresignedUrl::is_url_valid(std::string const& url) noexcept
+{
+  try {
+    auto const parsed = detail::parse_url(url);
+    return (parsed.scheme == "http" || parsed.scheme == "https") &&
+           parsed.query.find("X-Amz-Signature=") != std::string::npos;
+  } catch (...) {
+    return false;
+  }
+}
+
+std::size_t S3EndpointWithPresignedUrl::get_file_size()
+{
+  CurlHandle curl;
+  setopt(curl);
+  curl.setopt(CURLOPT_RANGE, "0-0");
+  HeaderCapture headers;
+  curl.setopt(CURLOPT_HEADERFUNCTION, &capture_content_range);
+  curl.setopt(CURLOPT_HEADERDATA, static_cast<void*>(&headers));
+  curl.setopt(CURLOPT_WRITEFUNCTION, &discard_body);
+  CURLcode const r = curl.perform();
+  KVIKIO_EXPECT(r == CURLE_OK,
+                "KvikIO: size request to " + str() + " failed: " + curl.error_message(r),
+                std::runtime_error);
+  long const status = curl.status();
+  KVIKIO_EXPECT(status == 206,
+                "KvikIO: size request to " + str() + " answered HTTP " + std::to_string(status) +
+                  " (expected 206 to a Range request)",
+                std::runtime_error);
+  // "bytes 0-0/<total>"
+  auto const slash = headers.content_range.find('/');
+  std::string_view total{headers.content_range};
+  total = slash == std::string::npos ? std::string_view{} : total.substr(slash + 1);
+  while (!total.empty() && std::isspace(static_cast<unsigned char>(total.back())) != 0) {
+    total.remove_suffix(1);
+  }
+  std::size_t size{};
+  auto const [end, ec] = std::from_chars(total.data(), total.data() + total.size(), size);
+  KVIKIO_EXPECT(
+    !total.empty() && ec == std::errc{} && end == total.data() + total.size(),
+    "KvikIO: " + str() + " answered an unusable Content-Range \"" + headers.content_range + "\"",
+    std::runtime_error);
+  return size;
+}
+
+}  // namespace kvikio

@@ -1,0 +1,130 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <kvikio/hdfs.hpp>
+
+#include <cctype>
+#include <charconv>
+#include <string>
+
+#include <kvikio/detail/env.hpp>
+#include <kvikio/detail/url.hpp>
+#include <kvikio/error.hpp>
+
+namespace kvikio {
+namespace {
+
+std::size_t collect(char* data, std::size_t size, std::size_t nmemb, void* out) noexcept
+{
+  auto* text = static_cast<std::string*>(out);
+  if (text->size() > (1 << 20)) { return 0; }  // a file status is small: refuse a flood
+  text->append(data, size * nmemb);
+  return size * nmemb;
+}
+
+}  // namespace
+
+namespace detail {
+std::size_t parse_webhdfs_length(std::string const& json)
+{
+  // {"FileStatus":{..., "length":1234, ...}}: find the key, then a plain decimal number.
+  auto const key  = json.find("\"length\"");
+  std::size_t pos = key == std::string::npos ? json.size() : key + 8;
+  while (pos < json.size() &&
+         (std::isspace(static_cast<unsigned char>(json[pos])) != 0 || json[pos] == ':')) {
+    ++pos;
+  }
+  std::size_t length{};
+  auto const* begin    = json.data() + pos;
+  auto const [end, ec] = std::from_chars(begin, json.data() + json.size(), length);
+  if (key == std::string::npos || ec != std::errc{} || end == begin) {
+    throw std::runtime_error("KvikIO: WebHDFS GETFILESTATUS answer without a usable \"length\": " +
+                             json.substr(0, 200));
+  }
+  return length;
+}
+}  // namespace detail
+
+WebHdfsEndpoint::WebHdfsEndpoint(std::string url, std::optional<std::string> username)
+  : RemoteEndpoint{RemoteEndpointType::WEBHDFS}
+{
+  KVIKIO_EXPECT(
+    is_url_valid(url),
+    "WebHdfsEndpoint: not a WebHDFS URL (http(s)://host:port/webhdfs/v1/path): \"" + url + "\"",
+    std::invalid_argument);
+  auto parsed = detail::parse_url(url);
+  // A user given in the URL's query, unless the argument overrides it.
+  if (auto const at = parsed.query.find("user.name="); at != std::string::npos && !username) {
+    username = parsed.query.substr(at + 10, parsed.query.find('&', at) - (at + 10));
+  }
+  parsed.query = "";
+  base_        = detail::build_url(parsed);
+  username_    = username ? username : detail::getenv_trimmed("KVIKIO_WEBHDFS_USERNAME");
+}
+
+WebHdfsEndpoint::WebHdfsEndpoint(std::string host,
+                                 std::string port,
+                                 std::string path,
+                                 std::optional<std::string> username)
+  : WebHdfsEndpoint(
+      "http://" + host + ":" + port + "/webhdfs/v1/" +
+        detail::percent_encode(path.empty() || path[0] != '/' ? path : path.substr(1)),
+      std::move(username))
+{
+}
+
+bool WebHdfsEndpoint::is_url_valid(std::string const& url) noexcept
+{
+  try {
+    auto const parsed = detail::parse_url(url);
+    return (parsed.scheme == "http" || parsed.scheme == "https") &&
+           parsed.path.rfind("/webhdfs/v1/", 0) == 0 && parsed.path.size() > 12;
+  } catch (...) {
+    return false;
+  }
+}
+
+std::string WebHdfsEndpoint::with_op(std::string const& query) const
+{
+  std::string url = base_ + "?" + query;
+  if (username_) { url += "&user.name=" + detail::percent_encode(*username_, false); }
+  return url;
+}
+
+void WebHdfsEndpoint::setopt(CurlHandle& curl)
+{
+  curl.setopt(CURLOPT_URL, with_op("op=OPEN").c_str());
+}
+
+void WebHdfsEndpoint::setup_range_request(CurlHandle& curl,
+                                          std::size_t file_offset,
+                                          std::size_t size)
+{
+  std::string const url =
+    with_op("op=OPEN&offset=" + std::to_string(file_offset) + "&length=" + std::to_string(size));
+  curl.setopt(CURLOPT_URL, url.c_str());
+}
+
+std::string WebHdfsEndpoint::str() const { return base_; }
+
+std::size_t WebHdfsEndpoint::get_file_size()
+{
+  CurlHandle curl;
+  std::string const url = with_op("op=GETFILESTATUS");
+  curl.setopt(CURLOPT_URL, url.c_str());
+  std::string body;
+  curl.setopt(CURLOPT_WRITEFUNCTION, &collect);
+  curl.setopt(CURLOPT_WRITEDATA, static_cast<void*>(&body));
+  CURLcode const r = curl.perform();
+  KVIKIO_EXPECT(r == CURLE_OK,
+                "KvikIO: GETFILESTATUS of " + base_ + " failed: " + curl.error_message(r),
+                std::runtime_error);
+  long const status = curl.status();
+  KVIKIO_EXPECT(status == 200,
+                "KvikIO: GETFILESTATUS of " + base_ + " answered HTTP " + std::to_string(status) +
+                  ": " + body.substr(0, 200),
+                std::runtime_error);
+  return detail::parse_webhdfs_length(body);
+}
+
+}  // namespace kvikio
