@@ -10,6 +10,9 @@
 #include <CLI/CLI.hpp>
 
 #include "local_bench.hpp"
+#ifdef KVIKIO_BENCH_REMOTE
+#include "remote_bench.hpp"
+#endif
 
 int main(int argc, char** argv)
 {
@@ -50,8 +53,32 @@ int main(int argc, char** argv)
     "reads: this many reads of --io-size at random offsets, by --threads callers");
   local_cmd->add_option("--io-size", local.io_size_text, "size of each random read, e.g. 4KiB")
     ->default_val("4KiB");
+#ifdef KVIKIO_BENCH_REMOTE
+  kvikio::bench::RemoteOptions remote;
+  auto* remote_cmd =
+    app.add_subcommand("remote", "remote objects: RemoteHandle::pread (easy transport)");
+  remote_cmd->add_option("op", remote.op_text, "read")->required()->check(CLI::IsMember({"read"}));
+  remote_cmd->add_option("--url", remote.url, "the object's URL (its size is asked once)")
+    ->required();
+  remote_cmd->add_option("--threads", remote.threads, "thread counts to sweep")->delimiter(',');
+  remote_cmd->add_option("--task-size", remote.task_size_text, "task size, e.g. 4MiB")
+    ->default_val("4MiB");
+  remote_cmd->add_option("--mem", remote.mem, "host or device")
+    ->default_val("host")
+    ->check(CLI::IsMember({"host", "device"}));
+  remote_cmd->add_option("--repeat", remote.repeat, "runs per point")
+    ->default_val(5)
+    ->check(CLI::PositiveNumber);
+  remote_cmd->add_option("--json", remote.json, "append one JSON line per row to this file");
+#endif
   CLI11_PARSE(app, argc, argv);
   try {
+#ifdef KVIKIO_BENCH_REMOTE
+    if (remote_cmd->parsed()) {
+      if (remote.threads.empty()) { remote.threads = {1, 2, 4, 8}; }
+      return kvikio::bench::run_remote(remote);
+    }
+#endif
     if (local.threads.empty()) { local.threads = {1, 2, 4, 8, 16}; }
     return kvikio::bench::run_local(local);
   } catch (std::exception const& e) {
