@@ -15,6 +15,7 @@ packages=(
   libcli11-dev          # CLI11, the command line of kvikio_bench
   clang-format          # the formatting check of ./build.sh test
   nginx-light           # the real HTTP server of the remote I/O tests
+  python3-botocore      # the independent SigV4 check of the S3 test server (servers/s3_sigv4.py)
   python3-matplotlib    # docs/benchmarks/plot.py (Debian's /usr/bin/python3)
 )
 

@@ -4,7 +4,9 @@
  * Presigned S3 URLs and WebHDFS: URL forms, AUTO inference, sizes, reads into host and device
  * memory against test servers (servers/webhdfs.py, servers/misbehaving_http.py).
  */
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -120,6 +122,102 @@ TEST_F(OnDevice, WebHdfsIntoDeviceMemory)
   kvikio::test::write_file(dir.file("data.bin"), content);
   kvikio::test::WebHdfsServer server{dir.file("")};
   auto handle = RemoteHandle::open(server.url("webhdfs/v1/data.bin"));
+  kvikio::defaults::set_bounce_buffer_size(64 << 10);
+  kvikio::test::DeviceBuffer dev{content.size()};
+  ASSERT_EQ(handle.pread(dev.get(), content.size(), 0, 256 << 10).get(), content.size());
+  std::vector<std::uint8_t> back(content.size(), poison);
+  KVIKIO_CUDA_DRIVER_TRY(kvikio::test::api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  EXPECT_EQ(back, content);
+}
+
+class S3 : public ::testing::Test {
+ protected:
+  void SetUp() override
+  {
+    std::filesystem::create_directories(dir_.file("bucket"));
+    std::filesystem::create_directories(dir_.file("public"));
+    kvikio::test::write_file(dir_.file("bucket/data.bin"), content_);
+    kvikio::test::write_file(dir_.file("public/data.bin"), content_);
+    server_ = std::make_unique<kvikio::test::S3SigV4Server>(dir_.file(""));
+  }
+  kvikio::test::TempDir dir_;
+  std::vector<std::uint8_t> content_ = pattern((1 << 20) + 99, 51);
+  std::unique_ptr<kvikio::test::S3SigV4Server> server_;
+  using Server = kvikio::test::S3SigV4Server;
+};
+
+TEST_F(S3, SignedReadsWithTheRightKey)
+{
+  kvikio::test::EnvGuard const env{{"AWS_DEFAULT_REGION", Server::region},
+                                   {"AWS_ACCESS_KEY_ID", Server::access_key},
+                                   {"AWS_SECRET_ACCESS_KEY", Server::secret},
+                                   {"AWS_ENDPOINT_URL", server_->url("")},
+                                   {"AWS_SESSION_TOKEN", std::nullopt}};
+  auto handle = RemoteHandle::open("s3://bucket/data.bin");
+  EXPECT_EQ(handle.remote_endpoint_type(), RemoteEndpointType::S3);
+  EXPECT_EQ(handle.nbytes(), content_.size());
+  std::vector<std::uint8_t> buf(content_.size() + 128, poison);
+  ASSERT_EQ(handle.pread(buf.data() + 64, content_.size() - 11, 11, 200 << 10).get(),
+            content_.size() - 11);
+  ASSERT_EQ(0, std::memcmp(buf.data() + 64, content_.data() + 11, content_.size() - 11));
+  EXPECT_EQ(buf[63], poison);
+  EXPECT_EQ(buf[64 + content_.size() - 11], poison);
+  // A session token is signed too.
+  kvikio::S3Endpoint with_token{server_->url("bucket/data.bin"),
+                                Server::region,
+                                Server::access_key,
+                                Server::secret,
+                                "token-123"};
+  RemoteHandle tokened{std::make_unique<kvikio::S3Endpoint>(std::move(with_token))};
+  EXPECT_EQ(tokened.nbytes(), content_.size());
+}
+
+TEST_F(S3, WrongSecretIsRefusedWithTheServersError)
+{
+  auto endpoint = std::make_unique<kvikio::S3Endpoint>(
+    server_->url("bucket/data.bin"), Server::region, Server::access_key, "not-the-secret");
+  try {
+    RemoteHandle handle{std::move(endpoint)};
+    FAIL() << "a wrong secret was accepted";
+  } catch (std::runtime_error const& e) {
+    EXPECT_NE(std::string{e.what()}.find("403"), std::string::npos) << e.what();
+  }
+  RemoteHandle handle{
+    std::make_unique<kvikio::S3Endpoint>(
+      server_->url("bucket/data.bin"), Server::region, Server::access_key, "not-the-secret"),
+    content_.size()};
+  std::vector<std::uint8_t> buf(100, poison);
+  try {
+    (void)handle.read(buf.data(), 10, 0);
+    FAIL();
+  } catch (std::runtime_error const& e) {
+    EXPECT_NE(std::string{e.what()}.find("HTTP 403"), std::string::npos) << e.what();
+    EXPECT_NE(std::string{e.what()}.find("SignatureDoesNotMatch"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(std::all_of(buf.begin(), buf.end(), [](auto b) { return b == poison; }));
+}
+
+TEST_F(S3, PublicBucketNeedsNoSignature)
+{
+  auto handle = RemoteHandle::open(server_->url("public/data.bin"), RemoteEndpointType::S3_PUBLIC);
+  EXPECT_EQ(handle.nbytes(), content_.size());
+  std::vector<std::uint8_t> buf(1000, poison);
+  ASSERT_EQ(handle.read(buf.data(), 1000, 5), 1000U);
+  EXPECT_EQ(0, std::memcmp(buf.data(), content_.data() + 5, 1000));
+  EXPECT_THROW(RemoteHandle::open(server_->url("bucket/data.bin"), RemoteEndpointType::S3_PUBLIC),
+               std::runtime_error);  // private: 403 without a signature
+}
+
+TEST_F(OnDevice, S3SignedReadsIntoDeviceMemory)
+{
+  kvikio::test::TempDir dir;
+  std::filesystem::create_directories(dir.file("bucket"));
+  auto const content = pattern((1 << 20) + 5, 52);
+  kvikio::test::write_file(dir.file("bucket/data.bin"), content);
+  kvikio::test::S3SigV4Server server{dir.file("")};
+  using Server = kvikio::test::S3SigV4Server;
+  RemoteHandle handle{std::make_unique<kvikio::S3Endpoint>(
+    server.url("bucket/data.bin"), Server::region, Server::access_key, Server::secret)};
   kvikio::defaults::set_bounce_buffer_size(64 << 10);
   kvikio::test::DeviceBuffer dev{content.size()};
   ASSERT_EQ(handle.pread(dev.get(), content.size(), 0, 256 << 10).get(), content.size());

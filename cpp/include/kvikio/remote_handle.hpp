@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <kvikio/defaults.hpp>
@@ -25,6 +26,12 @@
 #include <kvikio/threadpool_wrapper.hpp>
 
 namespace kvikio {
+
+class RemoteEndpoint;
+namespace detail {
+/// @brief The size a HEAD request to `endpoint` reports. @throws std::runtime_error
+std::size_t head_content_length(RemoteEndpoint& endpoint);
+}  // namespace detail
 
 enum class RemoteEndpointType : uint8_t { AUTO, S3, S3_PUBLIC, S3_PRESIGNED_URL, WEBHDFS, HTTP };
 
@@ -58,6 +65,72 @@ class HttpEndpoint : public RemoteEndpoint {
   [[nodiscard]] std::string str() const override;
   std::size_t get_file_size() override;
   /// @brief Whether `url` is a valid http:// or https:// URL. Never throws.
+  static bool is_url_valid(std::string const& url) noexcept;
+
+ private:
+  std::string url_;
+};
+
+/**
+ * @brief An S3 object, requests signed with AWS SigV4 (by libcurl).
+ *
+ * Region and credentials not given fall back to `AWS_DEFAULT_REGION`, `AWS_ACCESS_KEY_ID`,
+ * `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` (the token is optional).
+ */
+class S3Endpoint : public RemoteEndpoint {
+ public:
+  /**
+   * @param url the object's http(s) URL.
+   * @throws std::invalid_argument for a bad URL or a missing region or credential (naming the
+   * environment variable to set).
+   */
+  explicit S3Endpoint(std::string url,
+                      std::optional<std::string> aws_region            = std::nullopt,
+                      std::optional<std::string> aws_access_key        = std::nullopt,
+                      std::optional<std::string> aws_secret_access_key = std::nullopt,
+                      std::optional<std::string> aws_session_token     = std::nullopt);
+  /// @brief `endpoint_url` falls back to `AWS_ENDPOINT_URL`; see url_from_bucket_and_object().
+  S3Endpoint(std::pair<std::string, std::string> bucket_and_object_names,
+             std::optional<std::string> aws_region            = std::nullopt,
+             std::optional<std::string> aws_access_key        = std::nullopt,
+             std::optional<std::string> aws_secret_access_key = std::nullopt,
+             std::optional<std::string> aws_endpoint_url      = std::nullopt,
+             std::optional<std::string> aws_session_token     = std::nullopt);
+
+  void setopt(CurlHandle& curl) override;
+  [[nodiscard]] std::string str() const override;
+  std::size_t get_file_size() override;
+
+  /**
+   * @brief `<endpoint_url>/<bucket>/<object>` with an endpoint URL (argument or
+   * `AWS_ENDPOINT_URL`), else `https://<bucket>.s3.<region>.amazonaws.com/<object>`.
+   * @throws std::invalid_argument if a region is needed and neither given nor in the environment.
+   */
+  static std::string url_from_bucket_and_object(
+    std::string const& bucket_name,
+    std::string const& object_name,
+    std::optional<std::string> aws_region       = std::nullopt,
+    std::optional<std::string> aws_endpoint_url = std::nullopt);
+  /// @brief ("bucket", "object") of "s3://bucket/object". @throws std::invalid_argument
+  static std::pair<std::string, std::string> parse_s3_url(std::string const& s3_url);
+  /// @brief An s3://bucket/object URL or an http(s) URL with a path. Never throws.
+  static bool is_url_valid(std::string const& url) noexcept;
+
+ private:
+  std::string url_;
+  std::string region_;
+  std::string access_key_;
+  std::string secret_;
+  std::optional<std::string> session_token_;
+};
+
+/// @brief A public S3 object: plain unsigned GETs.
+class S3PublicEndpoint : public RemoteEndpoint {
+ public:
+  explicit S3PublicEndpoint(std::string url);
+  void setopt(CurlHandle& curl) override;
+  [[nodiscard]] std::string str() const override;
+  std::size_t get_file_size() override;
   static bool is_url_valid(std::string const& url) noexcept;
 
  private:

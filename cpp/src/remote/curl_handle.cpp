@@ -78,7 +78,19 @@ CurlHandle::CurlHandle() : handle_{EasyHandlePool::instance().get()}
   if (detail::getenv_trimmed("KVIKIO_REMOTE_VERBOSE")) { setopt(CURLOPT_VERBOSE, 1L); }
 }
 
-CurlHandle::~CurlHandle() noexcept { EasyHandlePool::instance().put(handle_); }
+CurlHandle::~CurlHandle() noexcept
+{
+  EasyHandlePool::instance().put(handle_);  // resets the options first: the list is unused now
+  curl_slist_free_all(headers_);
+}
+
+void CurlHandle::append_header(std::string const& header)
+{
+  curl_slist* const list = curl_slist_append(headers_, header.c_str());
+  if (list == nullptr) { throw std::runtime_error("KvikIO: curl_slist_append failed"); }
+  headers_ = list;
+  setopt(CURLOPT_HTTPHEADER, headers_);
+}
 
 CURLcode CurlHandle::perform() noexcept
 {

@@ -42,36 +42,42 @@ bool HttpEndpoint::is_url_valid(std::string const& url) noexcept
   }
 }
 
-std::size_t HttpEndpoint::get_file_size()
+std::size_t HttpEndpoint::get_file_size() { return detail::head_content_length(*this); }
+
+namespace detail {
+std::size_t head_content_length(RemoteEndpoint& endpoint)
 {
   CurlHandle curl;
-  setopt(curl);
+  endpoint.setopt(curl);
   curl.setopt(CURLOPT_NOBODY, 1L);
   CURLcode const r = curl.perform();
   KVIKIO_EXPECT(r == CURLE_OK,
-                "KvikIO: size request to " + url_ + " failed: " + curl.error_message(r),
+                "KvikIO: size request to " + endpoint.str() + " failed: " + curl.error_message(r),
                 std::runtime_error);
   long const status = curl.status();
-  KVIKIO_EXPECT(status / 100 == 2,
-                "KvikIO: size request to " + url_ + " answered HTTP " + std::to_string(status),
-                std::runtime_error);
+  KVIKIO_EXPECT(
+    status / 100 == 2,
+    "KvikIO: size request to " + endpoint.str() + " answered HTTP " + std::to_string(status),
+    std::runtime_error);
   curl_off_t length = -1;
   curl_easy_getinfo(curl.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
   KVIKIO_EXPECT(length >= 0,
-                "KvikIO: " + url_ + " did not say its size (no Content-Length)",
+                "KvikIO: " + endpoint.str() + " did not say its size (no Content-Length)",
                 std::runtime_error);
   return static_cast<std::size_t>(length);
 }
+}  // namespace detail
 
 RemoteEndpointType infer_remote_endpoint_type(std::string const& url)
 {
+  if (url.rfind("s3://", 0) == 0) { return RemoteEndpointType::S3; }
   if (WebHdfsEndpoint::is_url_valid(url)) { return RemoteEndpointType::WEBHDFS; }
   if (S3EndpointWithPresignedUrl::is_url_valid(url)) {
     return RemoteEndpointType::S3_PRESIGNED_URL;
   }
   if (HttpEndpoint::is_url_valid(url)) { return RemoteEndpointType::HTTP; }
   throw std::invalid_argument("infer_remote_endpoint_type: \"" + url +
-                              "\" is not a URL of a supported kind (http:// or https://)");
+                              "\" is not a URL of a supported kind (s3://, http:// or https://)");
 }
 
 }  // namespace kvikio

@@ -52,6 +52,7 @@ void get_range(RemoteEndpoint& endpoint,
     endpoint.setup_range_request(curl, file_offset, size);
     curl.setopt(CURLOPT_WRITEFUNCTION, &detail::RemoteSink::write_callback);
     curl.setopt(CURLOPT_WRITEDATA, static_cast<void*>(&sink));
+    sink.attach(curl.get());
     CURLcode const r       = curl.perform();
     long const status      = curl.status();
     std::string const what = endpoint.str() + " (" + std::to_string(size) + " bytes at offset " +
@@ -66,7 +67,8 @@ void get_range(RemoteEndpoint& endpoint,
     bool const retry = retry_status || r == CURLE_OPERATION_TIMEDOUT;
     if (r == CURLE_OK && !retry_status) {
       if (status / 100 != 2) {
-        throw std::runtime_error("KvikIO: " + what + ": HTTP " + std::to_string(status));
+        throw std::runtime_error("KvikIO: " + what + ": HTTP " + std::to_string(status) +
+                                 (sink.error_body().empty() ? "" : ": " + sink.error_body()));
       }
       if (sink.received() != size) {
         throw std::runtime_error("KvikIO: " + what + ": the server sent " +
@@ -121,9 +123,17 @@ RemoteHandle RemoteHandle::open(std::string url,
     case RemoteEndpointType::WEBHDFS:
       endpoint = std::make_unique<WebHdfsEndpoint>(std::move(url));
       break;
+    case RemoteEndpointType::S3:
+      endpoint = url.rfind("s3://", 0) == 0
+                   ? std::make_unique<S3Endpoint>(S3Endpoint::parse_s3_url(url))
+                   : std::make_unique<S3Endpoint>(std::move(url));
+      break;
+    case RemoteEndpointType::S3_PUBLIC:
+      endpoint = std::make_unique<S3PublicEndpoint>(std::move(url));
+      break;
     default:
       throw std::invalid_argument("RemoteHandle::open: endpoint type " + type_name(type) +
-                                  " is not supported yet (HTTP, S3_PRESIGNED_URL and WEBHDFS are)");
+                                  " cannot be opened");
   }
   return nbytes ? RemoteHandle{std::move(endpoint), *nbytes} : RemoteHandle{std::move(endpoint)};
 }

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <curl/curl.h>
+
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/stream_cache.hpp>
 #include <kvikio/error.hpp>
@@ -34,6 +36,20 @@ std::size_t RemoteSink::write_callback(char* data,
 {
   auto* sink          = static_cast<RemoteSink*>(self);
   std::size_t const n = size * nmemb;
+  if (sink->status_class_ == 0 && sink->curl_ != nullptr) {
+    long status = 0;
+    curl_easy_getinfo(static_cast<CURL*>(sink->curl_), CURLINFO_RESPONSE_CODE, &status);
+    sink->status_class_ = static_cast<int>(status / 100);
+  }
+  if (sink->status_class_ != 2) {  // an error page: keep its start for the message
+    try {
+      sink->error_body_.append(
+        data,
+        std::min(n, std::size_t{2048} - std::min(std::size_t{2048}, sink->error_body_.size())));
+    } catch (...) {
+    }
+    return n;
+  }
   if (n > sink->capacity_ - sink->received_) {
     sink->overflowed_ = true;
     return 0;  // aborts the transfer: nothing is written past the destination
@@ -77,8 +93,10 @@ void RemoteSink::restart()
     in_slot_ = 0;
     flushed_ = 0;
   }
-  received_   = 0;
-  overflowed_ = false;
+  received_     = 0;
+  overflowed_   = false;
+  status_class_ = 0;
+  error_body_.clear();
 }
 
 void RemoteSink::finish()

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include <cuda.h>
 
@@ -33,6 +34,12 @@ class RemoteSink {
                                     std::size_t nmemb,
                                     void* self) noexcept;
 
+  /// @brief The transfer about to run: its HTTP status decides where the body goes (the body of
+  /// an error response is kept for the message, never written to the destination).
+  void attach(void* curl_easy_handle) noexcept { curl_ = curl_easy_handle; }
+  /// @brief The start of an error response's body ("" if none).
+  [[nodiscard]] std::string const& error_body() const noexcept { return error_body_; }
+
   /// @brief Forget what arrived (a retry rewrites its own range).
   void restart();
   /// @brief Copies what is still in the ring's current slot and waits for every copy.
@@ -47,6 +54,9 @@ class RemoteSink {
   std::size_t capacity_;
   std::size_t received_{0};
   bool overflowed_{false};
+  void* curl_{nullptr};
+  int status_class_{0};  // 0: not known yet; 2: success, body goes to the destination; else error
+  std::string error_body_;
   // Device destinations only.
   std::optional<BounceBufferRing<>> ring_;
   CUstream stream_{nullptr};

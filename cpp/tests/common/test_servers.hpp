@@ -89,4 +89,13 @@ class WebHdfsServer : public PythonServer {
   explicit WebHdfsServer(std::string const& root) : PythonServer{"webhdfs.py", root} {}
 };
 
+/// servers/s3_sigv4.py: objects ROOT/<bucket>/<key>, every signature checked by botocore.
+class S3SigV4Server : public PythonServer {
+ public:
+  explicit S3SigV4Server(std::string const& root) : PythonServer{"s3_sigv4.py", root} {}
+  static constexpr char const* access_key = "KVIKIOTESTKEY";
+  static constexpr char const* secret     = "kvikio-test-secret";
+  static constexpr char const* region     = "us-east-1";
+};
+
 }  // namespace kvikio::test

@@ -32,6 +32,9 @@ class CurlHandle {
     check_setopt(curl_easy_setopt(handle_, option, value), option);
   }
 
+  /// @brief Adds a request header ("Name: value"), kept alive until the handle is returned.
+  void append_header(std::string const& header);
+
   /// @brief Runs the transfer; returns libcurl's result (the message is in error_message()).
   CURLcode perform() noexcept;
   /// @brief The HTTP status of the last transfer (0 if none).
@@ -42,6 +45,7 @@ class CurlHandle {
  private:
   void check_setopt(CURLcode code, CURLoption option) const;
   CURL* handle_;
+  curl_slist* headers_{nullptr};
   char error_[CURL_ERROR_SIZE]{};
 };
 

@@ -1,0 +1,149 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <stdexcept>
+#include <string>
+
+#include <kvikio/detail/env.hpp>
+#include <kvikio/detail/url.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/remote_handle.hpp>
+
+namespace kvikio {
+namespace {
+
+std::string from_arg_or_env(std::optional<std::string> value,
+                            char const* variable,
+                            char const* what)
+{
+  if (value) { return *value; }
+  if (auto env = detail::getenv_trimmed(variable)) { return *env; }
+  throw std::invalid_argument(std::string{"S3Endpoint: no "} + what + ": give it or set " +
+                              variable);
+}
+
+// SHA-256 of the empty body: what every GET signs as its payload. Sent explicitly because S3
+// servers require the header and libcurl 7.88 does not add it.
+constexpr char const* empty_payload_sha256 =
+  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+}  // namespace
+
+S3Endpoint::S3Endpoint(std::string url,
+                       std::optional<std::string> aws_region,
+                       std::optional<std::string> aws_access_key,
+                       std::optional<std::string> aws_secret_access_key,
+                       std::optional<std::string> aws_session_token)
+  : RemoteEndpoint{RemoteEndpointType::S3},
+    url_{std::move(url)},
+    region_{from_arg_or_env(std::move(aws_region), "AWS_DEFAULT_REGION", "region")},
+    access_key_{from_arg_or_env(std::move(aws_access_key), "AWS_ACCESS_KEY_ID", "access key")},
+    secret_{from_arg_or_env(
+      std::move(aws_secret_access_key), "AWS_SECRET_ACCESS_KEY", "secret access key")},
+    session_token_{aws_session_token ? aws_session_token
+                                     : detail::getenv_trimmed("AWS_SESSION_TOKEN")}
+{
+  KVIKIO_EXPECT(HttpEndpoint::is_url_valid(url_),
+                "S3Endpoint: not a valid http(s) URL: \"" + url_ + "\"",
+                std::invalid_argument);
+}
+
+S3Endpoint::S3Endpoint(std::pair<std::string, std::string> bucket_and_object_names,
+                       std::optional<std::string> aws_region,
+                       std::optional<std::string> aws_access_key,
+                       std::optional<std::string> aws_secret_access_key,
+                       std::optional<std::string> aws_endpoint_url,
+                       std::optional<std::string> aws_session_token)
+  : S3Endpoint(url_from_bucket_and_object(bucket_and_object_names.first,
+                                          bucket_and_object_names.second,
+                                          aws_region,
+                                          aws_endpoint_url),
+               aws_region,
+               std::move(aws_access_key),
+               std::move(aws_secret_access_key),
+               std::move(aws_session_token))
+{
+}
+
+std::string S3Endpoint::url_from_bucket_and_object(std::string const& bucket_name,
+                                                   std::string const& object_name,
+                                                   std::optional<std::string> aws_region,
+                                                   std::optional<std::string> aws_endpoint_url)
+{
+  KVIKIO_EXPECT(!bucket_name.empty() && !object_name.empty(),
+                "S3Endpoint: empty bucket or object name",
+                std::invalid_argument);
+  auto endpoint = aws_endpoint_url ? aws_endpoint_url : detail::getenv_trimmed("AWS_ENDPOINT_URL");
+  std::string const object = detail::percent_encode(object_name);
+  if (endpoint) {
+    std::string base = *endpoint;
+    while (!base.empty() && base.back() == '/') {
+      base.pop_back();
+    }
+    return base + "/" + bucket_name + "/" + object;
+  }
+  std::string const region = from_arg_or_env(std::move(aws_region), "AWS_DEFAULT_REGION", "region");
+  return "https://" + bucket_name + ".s3." + region + ".amazonaws.com/" + object;
+}
+
+std::pair<std::string, std::string> S3Endpoint::parse_s3_url(std::string const& s3_url)
+{
+  KVIKIO_EXPECT(s3_url.rfind("s3://", 0) == 0,
+                "parse_s3_url: \"" + s3_url + "\" does not start with s3://",
+                std::invalid_argument);
+  auto const slash = s3_url.find('/', 5);
+  KVIKIO_EXPECT(slash != std::string::npos && slash > 5 && slash + 1 < s3_url.size(),
+                "parse_s3_url: \"" + s3_url + "\" is not s3://<bucket>/<object>",
+                std::invalid_argument);
+  return {s3_url.substr(5, slash - 5), s3_url.substr(slash + 1)};
+}
+
+bool S3Endpoint::is_url_valid(std::string const& url) noexcept
+{
+  try {
+    if (url.rfind("s3://", 0) == 0) {
+      (void)parse_s3_url(url);
+      return true;
+    }
+    auto const parsed = detail::parse_url(url);
+    return (parsed.scheme == "http" || parsed.scheme == "https") && parsed.path.size() > 1;
+  } catch (...) {
+    return false;
+  }
+}
+
+void S3Endpoint::setopt(CurlHandle& curl)
+{
+  curl.setopt(CURLOPT_URL, url_.c_str());
+  std::string const sigv4 = "aws:amz:" + region_ + ":s3";
+  curl.setopt(CURLOPT_AWS_SIGV4, sigv4.c_str());
+  std::string const userpwd = access_key_ + ":" + secret_;
+  curl.setopt(CURLOPT_USERPWD, userpwd.c_str());
+  curl.append_header(std::string{"x-amz-content-sha256: "} + empty_payload_sha256);
+  if (session_token_) { curl.append_header("x-amz-security-token: " + *session_token_); }
+}
+
+std::string S3Endpoint::str() const { return url_; }
+
+std::size_t S3Endpoint::get_file_size() { return detail::head_content_length(*this); }
+
+S3PublicEndpoint::S3PublicEndpoint(std::string url)
+  : RemoteEndpoint{RemoteEndpointType::S3_PUBLIC}, url_{std::move(url)}
+{
+  KVIKIO_EXPECT(HttpEndpoint::is_url_valid(url_),
+                "S3PublicEndpoint: not a valid http(s) URL: \"" + url_ + "\"",
+                std::invalid_argument);
+}
+
+void S3PublicEndpoint::setopt(CurlHandle& curl) { curl.setopt(CURLOPT_URL, url_.c_str()); }
+
+std::string S3PublicEndpoint::str() const { return url_; }
+
+std::size_t S3PublicEndpoint::get_file_size() { return detail::head_content_length(*this); }
+
+bool S3PublicEndpoint::is_url_valid(std::string const& url) noexcept
+{
+  return HttpEndpoint::is_url_valid(url);
+}
+
+}  // namespace kvikio
