@@ -104,6 +104,15 @@ TEST_F(Faults, CutConnectionAndShortBody)
   }
 }
 
+TEST_F(Faults, WrongContentRangeIsRefused)
+{
+  auto h           = handle_for(server_, "wrong-range/x");
+  std::string what = error_of(h, buf_, 1000, 10);
+  EXPECT_NE(what.find("Content-Range"), std::string::npos) << what;
+  EXPECT_NE(what.find("bytes 11-1010"), std::string::npos) << what;
+  expect_guards(buf_, 0);  // refused before a byte was written: the whole buffer is untouched
+}
+
 TEST_F(Faults, StallHitsTheTimeout)
 {
   kvikio::defaults::set_http_timeout(1);

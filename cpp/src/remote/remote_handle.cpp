@@ -52,11 +52,20 @@ void get_range(RemoteEndpoint& endpoint,
     endpoint.setup_range_request(curl, file_offset, size);
     curl.setopt(CURLOPT_WRITEFUNCTION, &detail::RemoteSink::write_callback);
     curl.setopt(CURLOPT_WRITEDATA, static_cast<void*>(&sink));
-    sink.attach(curl.get());
+    curl.setopt(CURLOPT_HEADERFUNCTION, &detail::RemoteSink::header_callback);
+    curl.setopt(CURLOPT_HEADERDATA, static_cast<void*>(&sink));
+    std::string const expected_range =
+      "bytes " + std::to_string(file_offset) + "-" + std::to_string(file_offset + size - 1) + "/";
+    sink.attach(curl.get(), expected_range);
     CURLcode const r       = curl.perform();
     long const status      = curl.status();
     std::string const what = endpoint.str() + " (" + std::to_string(size) + " bytes at offset " +
                              std::to_string(file_offset) + ")";
+    if (sink.wrong_range()) {
+      throw std::runtime_error("KvikIO: " + what + ": the server answered Content-Range \"" +
+                               sink.content_range() + "\" instead of \"" + expected_range +
+                               "...\"");
+    }
     if (sink.overflowed()) {
       throw std::overflow_error("KvikIO: " + what +
                                 ": the server sent more bytes than the range asked for; it may "

@@ -4,7 +4,9 @@
 #include "sink.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
+#include <string_view>
 
 #include <curl/curl.h>
 
@@ -29,6 +31,33 @@ RemoteSink::RemoteSink(void* dst, std::size_t capacity, bool device)
 
 RemoteSink::~RemoteSink() noexcept = default;  // the ring waits for its copies
 
+std::size_t RemoteSink::header_callback(char* data,
+                                        std::size_t size,
+                                        std::size_t nmemb,
+                                        void* self) noexcept
+{
+  std::size_t const n = size * nmemb;
+  std::string_view line{data, n};
+  constexpr std::string_view name = "content-range:";
+  if (line.size() > name.size()) {
+    for (std::size_t i = 0; i < name.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(line[i])) != name[i]) { return n; }
+    }
+    line.remove_prefix(name.size());
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front())) != 0) {
+      line.remove_prefix(1);
+    }
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back())) != 0) {
+      line.remove_suffix(1);
+    }
+    try {
+      static_cast<RemoteSink*>(self)->content_range_ = std::string{line};
+    } catch (...) {
+    }
+  }
+  return n;
+}
+
 std::size_t RemoteSink::write_callback(char* data,
                                        std::size_t size,
                                        std::size_t nmemb,
@@ -40,6 +69,11 @@ std::size_t RemoteSink::write_callback(char* data,
     long status = 0;
     curl_easy_getinfo(static_cast<CURL*>(sink->curl_), CURLINFO_RESPONSE_CODE, &status);
     sink->status_class_ = static_cast<int>(status / 100);
+    // A partial answer must be the range asked for: other bytes would be silently wrong data.
+    if (status == 206 && sink->content_range_.rfind(sink->expected_range_, 0) != 0) {
+      sink->wrong_range_ = true;
+      return 0;  // abort before writing anything
+    }
   }
   if (sink->status_class_ != 2) {  // an error page: keep its start for the message
     try {
@@ -97,6 +131,8 @@ void RemoteSink::restart()
   overflowed_   = false;
   status_class_ = 0;
   error_body_.clear();
+  content_range_.clear();
+  wrong_range_ = false;
 }
 
 void RemoteSink::finish()

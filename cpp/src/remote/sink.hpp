@@ -28,6 +28,14 @@ class RemoteSink {
   RemoteSink(RemoteSink const&)            = delete;
   RemoteSink& operator=(RemoteSink const&) = delete;
 
+  /// @brief libcurl's header callback: notes the Content-Range of the response.
+  static std::size_t header_callback(char* data,
+                                     std::size_t size,
+                                     std::size_t nmemb,
+                                     void* self) noexcept;
+  /// @brief The Content-Range value of the last response ("" if none).
+  [[nodiscard]] std::string const& content_range() const noexcept { return content_range_; }
+
   /// @brief libcurl's write callback: returns `n` or, to abort, anything else.
   static std::size_t write_callback(char* data,
                                     std::size_t size,
@@ -36,7 +44,15 @@ class RemoteSink {
 
   /// @brief The transfer about to run: its HTTP status decides where the body goes (the body of
   /// an error response is kept for the message, never written to the destination).
-  void attach(void* curl_easy_handle) noexcept { curl_ = curl_easy_handle; }
+  /// `expected_range` is the start of the Content-Range a partial (206) answer must carry
+  /// ("bytes <first>-<last>/"): any other range is refused before a byte is written.
+  void attach(void* curl_easy_handle, std::string expected_range)
+  {
+    curl_           = curl_easy_handle;
+    expected_range_ = std::move(expected_range);
+  }
+  /// @brief Whether a 206 answer carried another range than the one asked for.
+  [[nodiscard]] bool wrong_range() const noexcept { return wrong_range_; }
   /// @brief The start of an error response's body ("" if none).
   [[nodiscard]] std::string const& error_body() const noexcept { return error_body_; }
 
@@ -57,6 +73,9 @@ class RemoteSink {
   void* curl_{nullptr};
   int status_class_{0};  // 0: not known yet; 2: success, body goes to the destination; else error
   std::string error_body_;
+  std::string content_range_;
+  std::string expected_range_;
+  bool wrong_range_{false};
   // Device destinations only.
   std::optional<BounceBufferRing<>> ring_;
   CUstream stream_{nullptr};

@@ -13,6 +13,8 @@ the first path segment picks the behaviour:
     /reset/...         sends half the range, then resets the connection
     /short/...         promises the range (Content-Length) but sends half of it and closes
     /stall/...         sends headers, then nothing for 30 s
+    /wrong-range/...   answers 206 with the right length but the bytes (and Content-Range) of
+                       the range one byte further
     /404/..., /403/... that status
 Prints "ready" on stdout once listening.
 """
@@ -86,6 +88,10 @@ class Handler(BaseHTTPRequestHandler):
             self._send(206, body[: len(body) // 2], content_range, length=len(body))
             self.close_connection = True
             return
+        if kind == "wrong-range":
+            shifted = DATA[first + 1:last + 2]
+            if len(shifted) == len(body):
+                return self._send(206, shifted, f"bytes {first + 1}-{last + 1}/{SIZE}")
         if kind == "stall":
             self.send_response(206)
             self.send_header("Content-Length", str(len(body)))
