@@ -179,6 +179,14 @@ class FileHandle {
                               std::size_t file_offset,
                               std::size_t devPtr_offset,
                               bool sync_default_stream);
+  // The body of read_async() and write_async().
+  void async_transfer(Direction dir,
+                      void* devPtr_base,
+                      std::size_t* size_p,
+                      off_t* file_offset_p,
+                      off_t* devPtr_offset_p,
+                      ssize_t* bytes_p,
+                      CUstream stream);
   // The body of pread() and pwrite().
   std::future<std::size_t> parallel_transfer(Direction dir,
                                              void* buf,

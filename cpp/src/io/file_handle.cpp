@@ -413,6 +413,63 @@ std::future<std::size_t> FileHandle::pwrite(void const* buf,
                            thread_pool);
 }
 
+void FileHandle::async_transfer(Direction dir,
+                                void* devPtr_base,
+                                std::size_t* size_p,
+                                off_t* file_offset_p,
+                                off_t* devPtr_offset_p,
+                                ssize_t* bytes_p,
+                                CUstream stream)
+{
+  check_open();
+  bool const reading = dir == Direction::read;
+  if (!reading) { check_writable(); }
+  KVIKIO_EXPECT(size_p != nullptr && file_offset_p != nullptr && devPtr_offset_p != nullptr &&
+                  bytes_p != nullptr,
+                reading ? "FileHandle::read_async: null argument pointer"
+                        : "FileHandle::write_async: null argument pointer",
+                std::invalid_argument);
+  if (compat_.is_compat_mode_preferred_for_async()) {
+    check_range(devPtr_base,
+                *size_p,
+                static_cast<std::size_t>(*file_offset_p),
+                reading ? "FileHandle::read_async" : "FileHandle::write_async");
+    if (*size_p == 0) {
+      *bytes_p = 0;
+      return;
+    }
+    // As upstream: the stream's earlier work first, then the bytes, before returning.
+    CUcontext ctx = get_context_from_pointer(devPtr_base);
+    {
+      PushAndPopContext const context{ctx};
+      KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream));
+    }
+    *bytes_p = static_cast<ssize_t>(device_transfer(dir,
+                                                    ctx,
+                                                    devPtr_base,
+                                                    *size_p,
+                                                    static_cast<std::size_t>(*file_offset_p),
+                                                    static_cast<std::size_t>(*devPtr_offset_p),
+                                                    false));
+    return;
+  }
+  auto& api = cuFileAPI::instance();
+  if (reading) {
+    KVIKIO_CUFILE_TRY(api.ReadAsync(compat_.cufile_handle(),
+                                    devPtr_base,
+                                    size_p,
+                                    file_offset_p,
+                                    devPtr_offset_p,
+                                    bytes_p,
+                                    stream));
+    return;
+  }
+  // The size is known now; the file will have grown once the stream gets there.
+  grew_to(static_cast<std::size_t>(*file_offset_p) + *size_p);
+  KVIKIO_CUFILE_TRY(api.WriteAsync(
+    compat_.cufile_handle(), devPtr_base, size_p, file_offset_p, devPtr_offset_p, bytes_p, stream));
+}
+
 void FileHandle::read_async(void* devPtr_base,
                             std::size_t* size_p,
                             off_t* file_offset_p,
@@ -420,37 +477,8 @@ void FileHandle::read_async(void* devPtr_base,
                             ssize_t* bytes_read_p,
                             CUstream stream)
 {
-  check_open();
-  KVIKIO_EXPECT(size_p != nullptr && file_offset_p != nullptr && devPtr_offset_p != nullptr &&
-                  bytes_read_p != nullptr,
-                "FileHandle::read_async: null argument pointer",
-                std::invalid_argument);
-  if (compat_.is_compat_mode_preferred_for_async()) {
-    PushAndPopContext const context{devPtr_base};
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream));
-    *bytes_read_p = static_cast<ssize_t>(read(devPtr_base,
-                                              *size_p,
-                                              static_cast<std::size_t>(*file_offset_p),
-                                              static_cast<std::size_t>(*devPtr_offset_p),
-                                              false));
-    return;
-  }
-  KVIKIO_CUFILE_TRY(cuFileAPI::instance().ReadAsync(compat_.cufile_handle(),
-                                                    devPtr_base,
-                                                    size_p,
-                                                    file_offset_p,
-                                                    devPtr_offset_p,
-                                                    bytes_read_p,
-                                                    stream));
-}
-
-StreamFuture FileHandle::read_async(
-  void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
-{
-  StreamFuture future{devPtr_base, size, file_offset, devPtr_offset, stream};
-  auto [base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s] = future.get_args();
-  read_async(base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s);
-  return future;
+  async_transfer(
+    Direction::read, devPtr_base, size_p, file_offset_p, devPtr_offset_p, bytes_read_p, stream);
 }
 
 void FileHandle::write_async(void* devPtr_base,
@@ -460,31 +488,17 @@ void FileHandle::write_async(void* devPtr_base,
                              ssize_t* bytes_written_p,
                              CUstream stream)
 {
-  check_open();
-  check_writable();
-  KVIKIO_EXPECT(size_p != nullptr && file_offset_p != nullptr && devPtr_offset_p != nullptr &&
-                  bytes_written_p != nullptr,
-                "FileHandle::write_async: null argument pointer",
-                std::invalid_argument);
-  if (compat_.is_compat_mode_preferred_for_async()) {
-    PushAndPopContext const context{devPtr_base};
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream));
-    *bytes_written_p = static_cast<ssize_t>(write(devPtr_base,
-                                                  *size_p,
-                                                  static_cast<std::size_t>(*file_offset_p),
-                                                  static_cast<std::size_t>(*devPtr_offset_p),
-                                                  false));
-    return;
-  }
-  // The size is known now; the file will have grown once the stream gets there.
-  grew_to(static_cast<std::size_t>(*file_offset_p) + *size_p);
-  KVIKIO_CUFILE_TRY(cuFileAPI::instance().WriteAsync(compat_.cufile_handle(),
-                                                     devPtr_base,
-                                                     size_p,
-                                                     file_offset_p,
-                                                     devPtr_offset_p,
-                                                     bytes_written_p,
-                                                     stream));
+  async_transfer(
+    Direction::write, devPtr_base, size_p, file_offset_p, devPtr_offset_p, bytes_written_p, stream);
+}
+
+StreamFuture FileHandle::read_async(
+  void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
+{
+  StreamFuture future{devPtr_base, size, file_offset, devPtr_offset, stream};
+  auto [base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s] = future.get_args();
+  async_transfer(Direction::read, base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s);
+  return future;
 }
 
 StreamFuture FileHandle::write_async(
@@ -492,7 +506,7 @@ StreamFuture FileHandle::write_async(
 {
   StreamFuture future{devPtr_base, size, file_offset, devPtr_offset, stream};
   auto [base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s] = future.get_args();
-  write_async(base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s);
+  async_transfer(Direction::write, base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s);
   return future;
 }
 
