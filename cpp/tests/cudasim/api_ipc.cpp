@@ -156,23 +156,10 @@ CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle, u
 CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
   CUDASIM_ENTER("cuIpcCloseMemHandle");
-  auto& sim = Simulator::get();
-  Allocation closed{};
-  {
-    std::lock_guard const lock{sim.mutex};
-    auto it = sim.allocations.find(dptr);
-    if (it == sim.allocations.end() || it->second.kind != Allocation::Kind::ipc_opened) {
-      return sim.misuse("cuIpcCloseMemHandle",
-                        "not memory opened with cuIpcOpenMemHandle",
-                        CUDA_ERROR_INVALID_VALUE);
-    }
-    closed = it->second;
-    sim.allocations.erase(it);
-  }
-  cudasim::synchronize_streams(nullptr);
-  std::lock_guard const lock{sim.mutex};
-  cudasim::unmap_allocation(closed);
-  return CUDA_SUCCESS;
+  return cudasim::release_allocation("cuIpcCloseMemHandle",
+                                     dptr,
+                                     Allocation::Kind::ipc_opened,
+                                     "not memory opened with cuIpcOpenMemHandle");
 }
 
 CUresult CUDAAPI cuIpcGetEventHandle(CUipcEventHandle* pHandle, CUevent event)

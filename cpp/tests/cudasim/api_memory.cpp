@@ -131,6 +131,29 @@ CUresult run_on_stream(char const* entry,
   return CUDA_SUCCESS;
 }
 
+CUresult release_allocation(char const* entry,
+                            std::uintptr_t base,
+                            Allocation::Kind kind,
+                            char const* why)
+{
+  auto& sim = Simulator::get();
+  Allocation released{};
+  {
+    std::lock_guard const lock{sim.mutex};
+    auto it = sim.allocations.find(base);
+    if (it == sim.allocations.end() || it->second.kind != kind) {
+      return sim.misuse(entry, why, CUDA_ERROR_INVALID_VALUE);
+    }
+    released = it->second;
+    sim.allocations.erase(it);  // no new operation can reach it from here on
+  }
+  // Like the driver, releasing waits for work in flight, which may still use the memory.
+  synchronize_streams(nullptr);
+  std::lock_guard const lock{sim.mutex};
+  unmap_allocation(released);
+  return CUDA_SUCCESS;
+}
+
 CUresult synchronize_legacy_stream(char const* entry)
 {
   auto& sim = Simulator::get();
@@ -190,23 +213,8 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr)
 {
   CUDASIM_ENTER("cuMemFree");
   if (dptr == 0) { return CUDA_SUCCESS; }
-  auto& sim = Simulator::get();
-  Allocation freed{};
-  {
-    std::lock_guard const lock{sim.mutex};
-    auto it = sim.allocations.find(dptr);
-    if (it == sim.allocations.end() || it->second.kind != Allocation::Kind::device) {
-      return sim.misuse(
-        "cuMemFree", "not the start of a live device allocation", CUDA_ERROR_INVALID_VALUE);
-    }
-    freed = it->second;
-    sim.allocations.erase(it);
-  }
-  // Like the driver, freeing waits for work in flight, which may still use the memory.
-  cudasim::synchronize_streams(nullptr);
-  std::lock_guard const lock{sim.mutex};
-  cudasim::unmap_allocation(freed);
-  return CUDA_SUCCESS;
+  return cudasim::release_allocation(
+    "cuMemFree", dptr, Allocation::Kind::device, "not the start of a live device allocation");
 }
 
 CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags)
@@ -242,22 +250,10 @@ CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags)
 CUresult CUDAAPI cuMemFreeHost(void* p)
 {
   CUDASIM_ENTER("cuMemFreeHost");
-  auto& sim = Simulator::get();
-  Allocation freed{};
-  {
-    std::lock_guard const lock{sim.mutex};
-    auto it = sim.allocations.find(reinterpret_cast<std::uintptr_t>(p));
-    if (it == sim.allocations.end() || it->second.kind != Allocation::Kind::pinned) {
-      return sim.misuse(
-        "cuMemFreeHost", "not the start of memory from cuMemHostAlloc", CUDA_ERROR_INVALID_VALUE);
-    }
-    freed = it->second;
-    sim.allocations.erase(it);
-  }
-  cudasim::synchronize_streams(nullptr);
-  std::lock_guard const lock{sim.mutex};
-  cudasim::unmap_allocation(freed);
-  return CUDA_SUCCESS;
+  return cudasim::release_allocation("cuMemFreeHost",
+                                     reinterpret_cast<std::uintptr_t>(p),
+                                     Allocation::Kind::pinned,
+                                     "not the start of memory from cuMemHostAlloc");
 }
 
 CUresult CUDAAPI cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags)

@@ -43,6 +43,13 @@ CUresult run_on_stream(char const* entry,
                        std::function<void()> work,
                        bool synchronous);
 
+/// Frees the allocation starting at `base`, which must be of `kind` (else misuse: `why`):
+/// takes it out of the table, waits for work in flight, unmaps it.
+CUresult release_allocation(char const* entry,
+                            std::uintptr_t base,
+                            Allocation::Kind kind,
+                            char const* why);
+
 /// Waits for everything on the current context's legacy stream.
 CUresult synchronize_legacy_stream(char const* entry);
 
