@@ -18,6 +18,12 @@ packages=(
   python3-botocore      # the independent SigV4 check of the S3 test server (servers/s3_sigv4.py)
   python3-matplotlib    # docs/benchmarks/plot.py (Debian's /usr/bin/python3)
 )
+# npm runs s3rver (below); a machine that already has node and npm (from NodeSource, say) keeps
+# them, so npm is asked of Debian only when it is missing.
+if ! command -v npm >/dev/null; then packages+=(npm); fi
+
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -28,10 +34,16 @@ done
 
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
-  sudo_cmd=()
-  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# s3rver, the S3 protocol peer of the remote I/O tests, comes from the npm registry (Debian has
+# no package of it). Pinned: the tests rely on its behaviour (see dependencies.yaml).
+s3rver_version=3.7.1
+if [[ "$(s3rver --version 2>/dev/null)" != "$s3rver_version" ]]; then
+  echo "install-deps: installing s3rver@$s3rver_version from npm"
+  "${sudo_cmd[@]}" npm install --global --no-audit --no-fund "s3rver@$s3rver_version"
 fi
 
 # The CUDA toolkit is not a Debian package here: its headers (cuda.h, nvtx3) must already be

@@ -83,14 +83,24 @@ TEST_F(Faults, Transient503IsRetried)
 {
   kvikio::defaults::set_http_max_attempts(3);
   auto ok = handle_for(server_, "flaky/2/a");
+  ::testing::internal::CaptureStderr();
   ASSERT_EQ(ok.read(buf_.data() + 64, 777, 1), 777U);
+  std::string const log = ::testing::internal::GetCapturedStderr();
+  // Each retry is logged at warn in upstream's words, with the request it concerns.
+  EXPECT_NE(log.find("KvikIO: Got HTTP code 503. Retrying after 500ms (attempt 1 of 3)."),
+            std::string::npos)
+    << log;
+  EXPECT_NE(log.find("KvikIO: Got HTTP code 503. Retrying after 1000ms (attempt 2 of 3)."),
+            std::string::npos)
+    << log;
+  EXPECT_NE(log.find("flaky/2/a (777 bytes at offset 1)"), std::string::npos) << log;
   EXPECT_EQ(buf_[64], MisbehavingServer::byte(1));
   expect_guards(buf_, 777);
   kvikio::defaults::set_http_max_attempts(2);
   auto gives_up    = handle_for(server_, "flaky/2/b");
   std::string what = error_of(gives_up, buf_, 10, 0);
-  EXPECT_NE(what.find("after 2 attempt(s)"), std::string::npos) << what;
-  EXPECT_NE(what.find("HTTP 503"), std::string::npos) << what;
+  EXPECT_NE(what.find("maximum number of attempts (2)"), std::string::npos) << what;
+  EXPECT_NE(what.find("Got HTTP code 503"), std::string::npos) << what;
 }
 
 TEST_F(Faults, CutConnectionAndShortBody)

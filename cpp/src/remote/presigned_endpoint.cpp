@@ -1,6 +1,7 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
+#include <algorithm>
 #include <charconv>
 #include <string>
 
@@ -37,9 +38,15 @@ std::size_t capture_content_range(char* data,
   return size * nmemb;
 }
 
-std::size_t discard_body(char*, std::size_t size, std::size_t nmemb, void*) noexcept
+// The body of the answer: one byte when the range is honoured, otherwise an error document
+// (S3 says why a presigned URL is refused: expired, wrong signature), kept for the message.
+std::size_t keep_body_start(char* data, std::size_t size, std::size_t nmemb, void* body) noexcept
 {
-  return size * nmemb;
+  auto* kept                     = static_cast<std::string*>(body);
+  std::size_t const n            = size * nmemb;
+  constexpr std::size_t max_kept = 2048;
+  kept->append(data, std::min(n, max_kept - std::min(max_kept, kept->size())));
+  return n;
 }
 
 }  // namespace
@@ -82,7 +89,9 @@ std::size_t S3EndpointWithPresignedUrl::get_file_size()
   HeaderCapture headers;
   curl.setopt(CURLOPT_HEADERFUNCTION, &capture_content_range);
   curl.setopt(CURLOPT_HEADERDATA, static_cast<void*>(&headers));
-  curl.setopt(CURLOPT_WRITEFUNCTION, &discard_body);
+  std::string body;
+  curl.setopt(CURLOPT_WRITEFUNCTION, &keep_body_start);
+  curl.setopt(CURLOPT_WRITEDATA, static_cast<void*>(&body));
   CURLcode const r = curl.perform();
   KVIKIO_EXPECT(r == CURLE_OK,
                 "KvikIO: size request to " + str() + " failed: " + curl.error_message(r),
@@ -90,7 +99,7 @@ std::size_t S3EndpointWithPresignedUrl::get_file_size()
   long const status = curl.status();
   KVIKIO_EXPECT(status == 206,
                 "KvikIO: size request to " + str() + " answered HTTP " + std::to_string(status) +
-                  " (expected 206 to a Range request)",
+                  " (expected 206 to a Range request)" + (body.empty() ? "" : ": " + body),
                 std::runtime_error);
   // "bytes 0-0/<total>"
   auto const slash = headers.content_range.find('/');

@@ -11,13 +11,13 @@
 #include <string>
 #include <thread>
 
-#include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/nvtx.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/hdfs.hpp>
 #include <kvikio/parallel_operation.hpp>
 #include <kvikio/utils.hpp>
 
+#include "range_request.hpp"
 #include "sink.hpp"
 
 namespace kvikio {
@@ -36,76 +36,24 @@ std::string type_name(RemoteEndpointType t)
   return "unknown";
 }
 
-// One ranged GET into `sink`, retried on the configured HTTP statuses and on timeouts with
-// exponential backoff; each retry rewrites only its own range.
+// The easy transport: one ranged GET into `sink` on the calling thread, attempts retried as
+// RangeRequest decides (a retry rewrites only its own range).
 void get_range(RemoteEndpoint& endpoint,
                detail::RemoteSink& sink,
                std::size_t file_offset,
                std::size_t size)
 {
-  std::size_t const attempts = defaults::http_max_attempts();
-  auto const retry_codes     = defaults::http_status_codes();
-  auto delay                 = std::chrono::milliseconds(500);
-  for (std::size_t attempt = 1;; ++attempt) {
+  detail::RangeRequest request{endpoint, sink, file_offset, size};
+  while (true) {
     CurlHandle curl;
-    endpoint.setopt(curl);
-    endpoint.setup_range_request(curl, file_offset, size);
-    curl.setopt(CURLOPT_WRITEFUNCTION, &detail::RemoteSink::write_callback);
-    curl.setopt(CURLOPT_WRITEDATA, static_cast<void*>(&sink));
-    curl.setopt(CURLOPT_HEADERFUNCTION, &detail::RemoteSink::header_callback);
-    curl.setopt(CURLOPT_HEADERDATA, static_cast<void*>(&sink));
-    std::string const expected_range =
-      "bytes " + std::to_string(file_offset) + "-" + std::to_string(file_offset + size - 1) + "/";
-    sink.attach(curl.get(), expected_range);
-    CURLcode const r       = curl.perform();
-    long const status      = curl.status();
-    std::string const what = endpoint.str() + " (" + std::to_string(size) + " bytes at offset " +
-                             std::to_string(file_offset) + ")";
-    if (sink.wrong_range()) {
-      throw std::runtime_error("KvikIO: " + what + ": the server answered Content-Range \"" +
-                               sink.content_range() + "\" instead of \"" + expected_range +
-                               "...\"");
-    }
-    if (sink.overflowed()) {
-      throw std::overflow_error("KvikIO: " + what +
-                                ": the server sent more bytes than the range asked for; it may "
-                                "not support range requests");
-    }
-    bool const retry_status =
-      std::find(retry_codes.begin(), retry_codes.end(), status) != retry_codes.end();
-    bool const retry = retry_status || r == CURLE_OPERATION_TIMEDOUT;
-    if (r == CURLE_OK && !retry_status) {
-      if (status / 100 != 2) {
-        throw std::runtime_error("KvikIO: " + what + ": HTTP " + std::to_string(status) +
-                                 (sink.error_body().empty() ? "" : ": " + sink.error_body()));
-      }
-      if (sink.received() != size) {
-        throw std::runtime_error("KvikIO: " + what + ": the server sent " +
-                                 std::to_string(sink.received()) + " bytes");
-      }
+    request.prepare(curl);
+    CURLcode const code    = curl.perform();
+    auto const retry_after = request.outcome(curl, code);
+    if (!retry_after) {
       sink.finish();
       return;
     }
-    std::string const reason =
-      r != CURLE_OK ? curl.error_message(r) : "HTTP " + std::to_string(status);
-    if (!retry || attempt >= attempts) {
-      throw std::runtime_error("KvikIO: " + what + " failed after " + std::to_string(attempt) +
-                               " attempt(s): " + reason);
-    }
-    KVIKIO_LOG_WARN("retrying ",
-                    what,
-                    " after ",
-                    reason,
-                    " (attempt ",
-                    attempt,
-                    " of ",
-                    attempts,
-                    ", waiting ",
-                    delay.count(),
-                    " ms)");
-    std::this_thread::sleep_for(delay);
-    delay *= 2;
-    sink.restart();
+    std::this_thread::sleep_for(*retry_after);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -36,6 +37,32 @@ inline int free_port()
   }
   ::close(s);
   return ntohs(addr.sin_port);
+}
+
+/**
+ * Waits until a child process `pid` accepts connections on loopback `port`: at most 10 s, failing
+ * early when the child exits. `what` names the server in the error.
+ */
+inline void wait_until_listening(int port, pid_t pid, std::string const& what)
+{
+  auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int const s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family      = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port        = htons(static_cast<std::uint16_t>(port));
+    bool const up        = ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    ::close(s);
+    if (up) { return; }
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      throw std::runtime_error(what + " exited at start");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  throw std::runtime_error(what + " did not listen on port " + std::to_string(port) +
+                           " within 10 s");
 }
 
 /**
@@ -73,7 +100,7 @@ class Nginx {
               static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    wait_until_listening();
+    wait_until_listening(port_, pid_, "nginx (see " + dir_.file("error.log") + ")");
   }
   ~Nginx()
   {
@@ -92,28 +119,6 @@ class Nginx {
 
  private:
   static constexpr char const* binary = "/usr/sbin/nginx";
-
-  void wait_until_listening()
-  {
-    auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-      int const s = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in addr{};
-      addr.sin_family      = AF_INET;
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      addr.sin_port        = htons(static_cast<std::uint16_t>(port_));
-      bool const up        = ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-      ::close(s);
-      if (up) { return; }
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        throw std::runtime_error("nginx exited at start; see " + dir_.file("error.log"));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    throw std::runtime_error("nginx did not listen on port " + std::to_string(port_) +
-                             " within 10 s");
-  }
 
   TempDir dir_;
   int port_{0};

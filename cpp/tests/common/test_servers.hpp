@@ -8,9 +8,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include <curl/curl.h>
 
 #include "common/nginx.hpp"
 
@@ -96,6 +103,124 @@ class S3SigV4Server : public PythonServer {
   static constexpr char const* access_key = "KVIKIOTESTKEY";
   static constexpr char const* secret     = "kvikio-test-secret";
   static constexpr char const* region     = "us-east-1";
+
+  /// `url` presigned by botocore (`s3_sigv4.py presign`), signed with `signing_secret`.
+  [[nodiscard]] static std::string presign(std::string const& url,
+                                           std::string const& signing_secret = secret)
+  {
+    std::string const command = "/usr/bin/python3 '" + std::string{KVIKIO_TEST_SERVERS_DIR} +
+                                "/s3_sigv4.py' presign '" + url + "' '" + signing_secret + "'";
+    FILE* out = ::popen(command.c_str(), "r");
+    if (out == nullptr) { throw std::runtime_error("popen failed: " + command); }
+    std::string presigned;
+    char buf[512];
+    while (std::fgets(buf, sizeof(buf), out) != nullptr) {
+      presigned += buf;
+    }
+    if (::pclose(out) != 0 || presigned.empty()) {
+      throw std::runtime_error("presigning failed: " + command);
+    }
+    while (presigned.back() == '\n') {
+      presigned.pop_back();
+    }
+    return presigned;
+  }
+};
+
+/**
+ * s3rver (from npm, installed by ci/install-deps.sh) on a free loopback port, with one bucket and
+ * its objects in a temporary directory. It speaks the S3 protocol (paths, ranges, error codes,
+ * the required x-amz-content-sha256 header) but does not verify signatures: servers/s3_sigv4.py
+ * does that. A missing s3rver is an error, never a skip.
+ */
+class S3rver {
+ public:
+  static constexpr char const* bucket     = "kvikio-bucket";
+  static constexpr char const* access_key = "S3RVER";
+  static constexpr char const* secret     = "S3RVER";
+  static constexpr char const* region     = "us-east-1";
+
+  S3rver() : port_{free_port()}
+  {
+    std::string const data = dir_.file("data");
+    std::filesystem::create_directories(data);
+    std::string const port = std::to_string(port_);
+    pid_                   = ::fork();
+    if (pid_ == 0) {
+      ::execlp("s3rver",
+               "s3rver",
+               "--directory",
+               data.c_str(),
+               "--address",
+               "127.0.0.1",
+               "--port",
+               port.c_str(),
+               "--silent",
+               "--configure-bucket",
+               bucket,
+               static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    wait_until_listening(port_, pid_, "s3rver (from npm: ci/install-deps.sh installs it)");
+  }
+  ~S3rver()
+  {
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  S3rver(S3rver const&)            = delete;
+  S3rver& operator=(S3rver const&) = delete;
+
+  /// What AWS_ENDPOINT_URL would say: the server's root.
+  [[nodiscard]] std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  /// The path-style URL of an object; `encoded_key` is already percent-encoded.
+  [[nodiscard]] std::string url(std::string const& encoded_key) const
+  {
+    return endpoint() + "/" + bucket + "/" + encoded_key;
+  }
+
+  /// Stores an object through the S3 protocol: a SigV4-signed PUT made by libcurl.
+  void put(std::string const& encoded_key, std::vector<std::uint8_t> const& data) const
+  {
+    struct Cursor {
+      std::vector<std::uint8_t> const* data;
+      std::size_t pos;
+    } cursor{&data, 0};
+    auto const read = +[](char* out, std::size_t size, std::size_t n, void* user) -> std::size_t {
+      auto* c             = static_cast<Cursor*>(user);
+      std::size_t const k = std::min(size * n, c->data->size() - c->pos);
+      std::memcpy(out, c->data->data() + c->pos, k);
+      c->pos += k;
+      return k;
+    };
+    CURL* curl           = ::curl_easy_init();
+    curl_slist* headers  = ::curl_slist_append(nullptr, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    std::string const to = url(encoded_key);
+    std::string const userpwd = std::string{access_key} + ":" + secret;
+    ::curl_easy_setopt(curl, CURLOPT_URL, to.c_str());
+    ::curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    ::curl_easy_setopt(curl, CURLOPT_READFUNCTION, read);
+    ::curl_easy_setopt(curl, CURLOPT_READDATA, &cursor);
+    ::curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(data.size()));
+    std::string const sigv4 = std::string{"aws:amz:"} + region + ":s3";
+    ::curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
+    ::curl_easy_setopt(curl, CURLOPT_USERPWD, userpwd.c_str());
+    ::curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    CURLcode const rc = ::curl_easy_perform(curl);
+    long status       = 0;
+    ::curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    ::curl_slist_free_all(headers);
+    ::curl_easy_cleanup(curl);
+    if (rc != CURLE_OK || status != 200) {
+      throw std::runtime_error("s3rver PUT " + to + " failed: " + ::curl_easy_strerror(rc) +
+                               ", HTTP " + std::to_string(status));
+    }
+  }
+
+ private:
+  TempDir dir_;
+  int port_;
+  pid_t pid_{-1};
 };
 
 }  // namespace kvikio::test

@@ -1,0 +1,107 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/detail/logger.hpp>
+
+#include "range_request.hpp"
+
+namespace kvikio::detail {
+
+std::chrono::milliseconds retry_backoff(std::size_t attempt) noexcept
+{
+  constexpr std::chrono::milliseconds first{500};
+  constexpr std::chrono::milliseconds most{4000};
+  std::size_t const doublings = std::min<std::size_t>(attempt == 0 ? 0 : attempt - 1, 3);
+  return std::min(most, first * (1 << doublings));
+}
+
+RangeRequest::RangeRequest(RemoteEndpoint& endpoint,
+                           RemoteSink& sink,
+                           std::size_t file_offset,
+                           std::size_t size)
+  : endpoint_{endpoint},
+    sink_{sink},
+    file_offset_{file_offset},
+    size_{size},
+    max_attempts_{defaults::http_max_attempts()},
+    retry_statuses_{defaults::http_status_codes()},
+    expected_range_{"bytes " + std::to_string(file_offset) + "-" +
+                    std::to_string(file_offset + size - 1) + "/"},
+    what_{endpoint.str() + " (" + std::to_string(size) + " bytes at offset " +
+          std::to_string(file_offset) + ")"}
+{
+}
+
+void RangeRequest::prepare(CurlHandle& curl)
+{
+  endpoint_.setopt(curl);
+  endpoint_.setup_range_request(curl, file_offset_, size_);
+  curl.setopt(CURLOPT_WRITEFUNCTION, &RemoteSink::write_callback);
+  curl.setopt(CURLOPT_WRITEDATA, static_cast<void*>(&sink_));
+  curl.setopt(CURLOPT_HEADERFUNCTION, &RemoteSink::header_callback);
+  curl.setopt(CURLOPT_HEADERDATA, static_cast<void*>(&sink_));
+  sink_.attach(curl.get(), expected_range_);
+}
+
+std::optional<std::chrono::milliseconds> RangeRequest::outcome(CurlHandle const& curl,
+                                                               CURLcode code)
+{
+  long const status = curl.status();
+  if (sink_.wrong_range()) {
+    throw std::runtime_error("KvikIO: " + what_ + ": the server answered Content-Range \"" +
+                             sink_.content_range() + "\" instead of \"" + expected_range_ +
+                             "...\"");
+  }
+  if (sink_.overflowed()) {
+    throw std::overflow_error("KvikIO: " + what_ +
+                              ": the server sent more bytes than the range asked for; it may not "
+                              "support range requests");
+  }
+  bool const retry_status =
+    std::find(retry_statuses_.begin(), retry_statuses_.end(), status) != retry_statuses_.end();
+  if (code == CURLE_OK && !retry_status) {
+    if (status / 100 != 2) {
+      throw std::runtime_error("KvikIO: " + what_ + ": HTTP " + std::to_string(status) +
+                               (sink_.error_body().empty() ? "" : ": " + sink_.error_body()));
+    }
+    if (sink_.received() != size_) {
+      throw std::runtime_error("KvikIO: " + what_ + ": the server sent " +
+                               std::to_string(sink_.received()) + " bytes");
+    }
+    return std::nullopt;
+  }
+  bool const timeout = code == CURLE_OPERATION_TIMEDOUT;
+  if (!retry_status && !timeout) {
+    throw std::runtime_error("KvikIO: " + what_ + ": " + curl.error_message(code));
+  }
+  // Upstream's wording, so that logs and scripts that look for it keep working.
+  std::string const reason =
+    timeout ? "Operation timed out." : "Got HTTP code " + std::to_string(status) + ".";
+  if (attempt_ >= max_attempts_) {
+    throw std::runtime_error("KvikIO: " + what_ +
+                             ": HTTP request reached maximum number of attempts (" +
+                             std::to_string(max_attempts_) + "). Reason: " + reason);
+  }
+  auto const delay = retry_backoff(attempt_);
+  KVIKIO_LOG_WARN("KvikIO: ",
+                  timeout ? std::string{"Timeout error."} : reason,
+                  " Retrying after ",
+                  delay.count(),
+                  "ms (attempt ",
+                  attempt_,
+                  " of ",
+                  max_attempts_,
+                  "). [",
+                  what_,
+                  "]");
+  ++attempt_;
+  sink_.restart();
+  return delay;
+}
+
+}  // namespace kvikio::detail

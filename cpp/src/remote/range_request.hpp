@@ -1,0 +1,70 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <kvikio/detail/curl.hpp>
+#include <kvikio/remote_handle.hpp>
+
+#include "sink.hpp"
+
+namespace kvikio::detail {
+
+/**
+ * @brief The wait before attempt `attempt + 1` after attempt `attempt` failed: 500 ms, doubling,
+ * at most 4 s (upstream's schedule).
+ */
+[[nodiscard]] std::chrono::milliseconds retry_backoff(std::size_t attempt) noexcept;
+
+/**
+ * @brief One ranged GET of `size` bytes at `file_offset` into a sink, as a series of attempts.
+ *
+ * prepare() sets up an easy handle for the next attempt; once libcurl has run it, outcome()
+ * decides: the range arrived whole, or it is retried after a backoff (statuses in
+ * `KVIKIO_HTTP_STATUS_CODES` and timeouts, up to `KVIKIO_HTTP_MAX_ATTEMPTS`), or the request
+ * failed (outcome() throws). Both transports drive requests through this one rule: the easy
+ * transport in a loop on a pool thread, the multi-poll reactor from its completions.
+ */
+class RangeRequest {
+ public:
+  /// @brief Reads the retry settings now: a request keeps the ones it started with.
+  RangeRequest(RemoteEndpoint& endpoint,
+               RemoteSink& sink,
+               std::size_t file_offset,
+               std::size_t size);
+
+  /// @brief Sets the endpoint's options, the range and the sink's callbacks on `curl`.
+  void prepare(CurlHandle& curl);
+
+  /**
+   * @brief Judges the attempt that just ran on `curl` and ended with `code`.
+   * @return std::nullopt when the whole range arrived (the caller then finishes the sink), or
+   * the delay after which to retry (the sink has been restarted; the warn-level log line says
+   * so in upstream's words).
+   * @throws std::overflow_error if the server sent more than the range (it may ignore ranges);
+   * std::runtime_error for any other failure, naming the URL, the range and the reason.
+   */
+  std::optional<std::chrono::milliseconds> outcome(CurlHandle const& curl, CURLcode code);
+
+  /// @brief "<url> (<size> bytes at offset <offset>)", for messages.
+  [[nodiscard]] std::string const& what() const noexcept { return what_; }
+
+ private:
+  RemoteEndpoint& endpoint_;
+  RemoteSink& sink_;
+  std::size_t file_offset_;
+  std::size_t size_;
+  std::size_t attempt_{1};
+  std::size_t max_attempts_;
+  std::vector<int> retry_statuses_;
+  std::string expected_range_;
+  std::string what_;
+};
+
+}  // namespace kvikio::detail
