@@ -66,6 +66,9 @@ int main(int argc, char** argv)
   remote_cmd->add_option("--mem", remote.mem, "host or device")
     ->default_val("host")
     ->check(CLI::IsMember({"host", "device"}));
+  remote_cmd->add_option("--backend", remote.backend, "remote transport: easy")
+    ->default_val("easy")
+    ->check(CLI::IsMember({"easy"}));
   remote_cmd->add_option("--repeat", remote.repeat, "runs per point")
     ->default_val(5)
     ->check(CLI::PositiveNumber);

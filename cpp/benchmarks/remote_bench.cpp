@@ -101,7 +101,7 @@ int run_remote(RemoteOptions const& o)
   std::vector<Row> rows;
   for (unsigned nthreads : o.threads) {
     defaults::set_thread_pool_nthreads(nthreads);
-    Row kvikio{"read", o.mem, "kvikio easy", nthreads, task, size, {}};
+    Row kvikio{"read", o.mem, "kvikio " + o.backend, nthreads, task, size, {}};
     Row baseline{"read", "host", "baseline libcurl (host)", nthreads, task, size, {}};
     for (unsigned rep = 0; rep < o.repeat; ++rep) {
       kvikio.runs.push_back(measure([&] {

@@ -15,6 +15,7 @@ struct RemoteOptions {
   std::vector<unsigned> threads;
   std::string task_size_text{"4MiB"};
   std::string mem{"host"};
+  std::string backend{"easy"};  ///< the remote transport measured
   unsigned repeat{5};
   std::string json;
 };
