@@ -141,6 +141,13 @@ class BounceBufferRing {
   /// @brief Waits for every copy in flight.
   void finish();
 
+  /// @brief Without waiting: whether the slot `ahead` positions after the current one has no
+  /// copy in flight, so that reaching it with next() would not wait. For callers that must not
+  /// block (the multi-poll reactor pauses a transfer instead).
+  [[nodiscard]] bool is_free(std::size_t ahead = 1);
+  /// @brief Without waiting: whether every copy has completed.
+  [[nodiscard]] bool is_idle();
+
  private:
   struct Slot {
     std::byte* data;

@@ -193,14 +193,29 @@ class RemoteHandle {
   }
 
   /**
-   * @brief Reads `size` bytes at `file_offset` into `buf` (host or device memory), with one
-   * request on the calling thread.
+   * @brief Chooses the transport of this handle's reads: `backend`, or (std::nullopt, the
+   * default) the `KVIKIO_REMOTE_BACKEND` setting as it is at each read. Not to be called while
+   * reads of this handle are running.
+   */
+  void set_remote_backend(std::optional<RemoteBackendType> backend) noexcept { backend_ = backend; }
+  /// @brief The transport chosen by set_remote_backend(), if any.
+  [[nodiscard]] std::optional<RemoteBackendType> remote_backend() const noexcept
+  {
+    return backend_;
+  }
+
+  /**
+   * @brief Reads `size` bytes at `file_offset` into `buf` (host or device memory) with one
+   * request: on the calling thread (easy transport) or on a reactor (multi-poll).
    * @throws std::invalid_argument if the range is past the end; std::overflow_error if the
    * server sends more than asked (it may not support ranges); std::runtime_error otherwise.
    */
   std::size_t read(void* buf, std::size_t size, std::size_t file_offset = 0);
 
-  /// @brief read() in parallel tasks of `task_size` on `thread_pool`.
+  /**
+   * @brief read() in parallel tasks of `task_size`: on `thread_pool` (easy transport), or on
+   * the multi-poll reactors, which use no thread of `thread_pool`.
+   */
   std::future<std::size_t> pread(void* buf,
                                  std::size_t size,
                                  std::size_t file_offset = 0,
@@ -208,8 +223,10 @@ class RemoteHandle {
                                  ThreadPool* thread_pool = &defaults::thread_pool());
 
  private:
+  [[nodiscard]] RemoteBackendType backend() const;
   std::unique_ptr<RemoteEndpoint> endpoint_;
   std::size_t nbytes_;
+  std::optional<RemoteBackendType> backend_;
 };
 
 }  // namespace kvikio

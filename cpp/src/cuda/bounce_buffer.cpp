@@ -226,6 +226,23 @@ void BounceBufferRing<Allocator>::finish()
   }
 }
 
+template <typename Allocator>
+bool BounceBufferRing<Allocator>::is_free(std::size_t ahead)
+{
+  auto& slot = slots_[(current_ + ahead) % slots_.size()];
+  if (slot.in_flight && slot.event->is_done()) { slot.in_flight = false; }
+  return !slot.in_flight;
+}
+
+template <typename Allocator>
+bool BounceBufferRing<Allocator>::is_idle()
+{
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (!is_free(i)) { return false; }
+  }
+  return true;
+}
+
 template class BounceBufferRing<CudaPinnedAllocator>;
 
 }  // namespace kvikio

@@ -39,6 +39,7 @@ RangeRequest::RangeRequest(RemoteEndpoint& endpoint,
 
 void RangeRequest::prepare(CurlHandle& curl)
 {
+  if (attempt_ > 1) { sink_.restart(); }
   endpoint_.setopt(curl);
   endpoint_.setup_range_request(curl, file_offset_, size_);
   curl.setopt(CURLOPT_WRITEFUNCTION, &RemoteSink::write_callback);
@@ -52,6 +53,7 @@ std::optional<std::chrono::milliseconds> RangeRequest::outcome(CurlHandle const&
                                                                CURLcode code)
 {
   long const status = curl.status();
+  if (sink_.error()) { std::rethrow_exception(sink_.error()); }
   if (sink_.wrong_range()) {
     throw std::runtime_error("KvikIO: " + what_ + ": the server answered Content-Range \"" +
                              sink_.content_range() + "\" instead of \"" + expected_range_ +
@@ -100,7 +102,6 @@ std::optional<std::chrono::milliseconds> RangeRequest::outcome(CurlHandle const&
                   what_,
                   "]");
   ++attempt_;
-  sink_.restart();
   return delay;
 }
 

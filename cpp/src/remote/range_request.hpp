@@ -39,16 +39,18 @@ class RangeRequest {
                std::size_t file_offset,
                std::size_t size);
 
-  /// @brief Sets the endpoint's options, the range and the sink's callbacks on `curl`.
+  /// @brief Sets the endpoint's options, the range and the sink's callbacks on `curl` (a fresh
+  /// handle for each attempt); from the second attempt on, restarts the sink first.
   void prepare(CurlHandle& curl);
 
   /**
    * @brief Judges the attempt that just ran on `curl` and ended with `code`.
    * @return std::nullopt when the whole range arrived (the caller then finishes the sink), or
-   * the delay after which to retry (the sink has been restarted; the warn-level log line says
-   * so in upstream's words).
+   * the delay after which to call prepare() again (the warn-level log line says so in
+   * upstream's words).
    * @throws std::overflow_error if the server sent more than the range (it may ignore ranges);
-   * std::runtime_error for any other failure, naming the URL, the range and the reason.
+   * std::runtime_error for any other failure, naming the URL, the range and the reason; what a
+   * sink callback caught (a CUDA error) as it was thrown.
    */
   std::optional<std::chrono::milliseconds> outcome(CurlHandle const& curl, CURLcode code);
 

@@ -17,6 +17,7 @@
 #include <kvikio/parallel_operation.hpp>
 #include <kvikio/utils.hpp>
 
+#include <kvikio/detail/multi_poll.hpp>
 #include "range_request.hpp"
 #include "sink.hpp"
 
@@ -108,6 +109,11 @@ RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint)
   nbytes_ = endpoint_->get_file_size();
 }
 
+RemoteBackendType RemoteHandle::backend() const
+{
+  return backend_.value_or(defaults::remote_backend());
+}
+
 std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_offset)
 {
   KVIKIO_NVTX_FUNC_RANGE();
@@ -118,13 +124,13 @@ std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_off
                 std::invalid_argument);
   if (size == 0) { return 0; }
   KVIKIO_EXPECT(buf != nullptr, "RemoteHandle::read: null buffer", std::invalid_argument);
-  if (is_host_memory(buf)) {
-    detail::RemoteSink sink{buf, size, false};
-    get_range(*endpoint_, sink, file_offset, size);
-    return size;
+  CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
+  if (backend() == RemoteBackendType::LIBCURL_MULTI_POLL) {
+    return detail::MultiPollTransport::instance()
+      .pread(*endpoint_, static_cast<std::byte*>(buf), size, file_offset, size, device_context)
+      .get();
   }
-  PushAndPopContext const context{buf};
-  detail::RemoteSink sink{buf, size, true};
+  detail::RemoteSink sink{buf, size, device_context};
   get_range(*endpoint_, sink, file_offset, size);
   return size;
 }
@@ -144,6 +150,13 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
   KVIKIO_EXPECT(
     buf != nullptr || size == 0, "RemoteHandle::pread: null buffer", std::invalid_argument);
   auto* const bytes = static_cast<std::byte*>(buf);
+  if (backend() == RemoteBackendType::LIBCURL_MULTI_POLL && size > 0) {
+    KVIKIO_EXPECT(
+      task_size > 0, "RemoteHandle::pread: task_size must be positive", std::invalid_argument);
+    CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
+    return detail::MultiPollTransport::instance().pread(
+      *endpoint_, bytes, size, file_offset, task_size, device_context);
+  }
   return parallel_io(
     [this, bytes](std::size_t buf_offset, std::size_t n, std::size_t offset) {
       return read(bytes + buf_offset, n, offset);

@@ -18,18 +18,26 @@
 
 namespace kvikio::detail {
 
-RemoteSink::RemoteSink(void* dst, std::size_t capacity, bool device)
-  : dst_{static_cast<std::byte*>(dst)}, capacity_{capacity}
+RemoteSink::RemoteSink(void* dst, std::size_t capacity, CUcontext device_context)
+  : dst_{static_cast<std::byte*>(dst)}, capacity_{capacity}, ctx_{device_context}
 {
-  if (device) {
-    CUcontext ctx{};
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
-    stream_ = stream_for_this_thread(ctx);
+  if (ctx_ != nullptr) {
+    PushAndPopContext const context{ctx_};
     ring_.emplace(defaults::num_bounce_buffers());
   }
 }
 
-RemoteSink::~RemoteSink() noexcept = default;  // the ring waits for its copies
+RemoteSink::~RemoteSink() noexcept
+{
+  if (!ring_) { return; }
+  // The ring waits for its copies before its memory goes back to the pool.
+  try {
+    PushAndPopContext const context{ctx_};
+    ring_.reset();
+  } catch (...) {
+    ring_.reset();
+  }
+}
 
 std::size_t RemoteSink::header_callback(char* data,
                                         std::size_t size,
@@ -88,40 +96,87 @@ std::size_t RemoteSink::write_callback(char* data,
     sink->overflowed_ = true;
     return 0;  // aborts the transfer: nothing is written past the destination
   }
+  if (!sink->ring_) {
+    std::memcpy(sink->dst_ + sink->received_, data, n);
+    sink->received_ += n;
+    return n;
+  }
   try {
-    if (!sink->ring_) {
-      std::memcpy(sink->dst_ + sink->received_, data, n);
-    } else {
-      // Fill slots; a full slot goes to the device while the next one fills.
-      std::size_t done = 0;
-      while (done < n) {
-        if (sink->slot_ == nullptr) { sink->slot_ = static_cast<std::byte*>(sink->ring_->next()); }
-        std::size_t const take = std::min(n - done, sink->ring_->slot_size() - sink->in_slot_);
-        std::memcpy(sink->slot_ + sink->in_slot_, data + done, take);
-        sink->in_slot_ += take;
-        done += take;
-        if (sink->in_slot_ == sink->ring_->slot_size()) { sink->flush(); }
-      }
+    // The callbacks run on whichever thread drives the transfer: the copies need the context.
+    PushAndPopContext const context{sink->ctx_};
+    if (sink->nonblocking_ && !sink->next_slots_free(n)) {
+      sink->paused_ = true;
+      return CURL_WRITEFUNC_PAUSE;  // nothing consumed: libcurl delivers these bytes again
+    }
+    // Fill slots; a full slot goes to the device while the next one fills.
+    std::size_t done = 0;
+    while (done < n) {
+      if (sink->slot_ == nullptr) { sink->slot_ = static_cast<std::byte*>(sink->ring_->next()); }
+      std::size_t const take = std::min(n - done, sink->ring_->slot_size() - sink->in_slot_);
+      std::memcpy(sink->slot_ + sink->in_slot_, data + done, take);
+      sink->in_slot_ += take;
+      done += take;
+      if (sink->in_slot_ == sink->ring_->slot_size()) { sink->flush(); }
     }
   } catch (...) {
-    return 0;  // a CUDA error: abort, the caller reports it
+    sink->error_ = std::current_exception();
+    return 0;  // aborts the transfer; RangeRequest reports the error
   }
   sink->received_ += n;
   return n;
 }
 
+// Whether the slots that `n` more bytes would move into are free (no copy pending). More slots
+// than the ring has means the write wraps onto its own copies: it waits for them even in
+// non-blocking mode, which only happens with slots smaller than libcurl's writes (16 KiB).
+bool RemoteSink::next_slots_free(std::size_t n)
+{
+  std::size_t const room = slot_ == nullptr ? 0 : ring_->slot_size() - in_slot_;
+  if (n <= room) { return true; }
+  std::size_t const more = (n - room + ring_->slot_size() - 1) / ring_->slot_size();
+  for (std::size_t ahead = 1; ahead <= std::min(more, ring_->num_slots()); ++ahead) {
+    if (!ring_->is_free(ahead)) { return false; }
+  }
+  return true;
+}
+
 void RemoteSink::flush()
 {
   if (in_slot_ == 0) { return; }
+  if (stream_ == nullptr) { stream_ = stream_for_this_thread(ctx_); }
   ring_->submit_h2d(convert_void2deviceptr(dst_ + flushed_), in_slot_, stream_);
   flushed_ += in_slot_;
   in_slot_ = 0;
   slot_    = nullptr;
 }
 
+bool RemoteSink::ready_to_resume()
+{
+  if (paused_) {
+    PushAndPopContext const context{ctx_};
+    paused_ = !ring_->is_free(1);
+  }
+  return !paused_;
+}
+
+void RemoteSink::submit_rest()
+{
+  if (!ring_) { return; }
+  PushAndPopContext const context{ctx_};
+  flush();
+}
+
+bool RemoteSink::copies_done()
+{
+  if (!ring_) { return true; }
+  PushAndPopContext const context{ctx_};
+  return ring_->is_idle();
+}
+
 void RemoteSink::restart()
 {
   if (ring_) {
+    PushAndPopContext const context{ctx_};
     ring_->finish();
     slot_    = nullptr;
     in_slot_ = 0;
@@ -133,11 +188,14 @@ void RemoteSink::restart()
   error_body_.clear();
   content_range_.clear();
   wrong_range_ = false;
+  error_       = nullptr;
+  paused_      = false;
 }
 
 void RemoteSink::finish()
 {
   if (!ring_) { return; }
+  PushAndPopContext const context{ctx_};
   flush();
   ring_->finish();
 }

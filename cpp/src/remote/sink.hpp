@@ -4,7 +4,7 @@
 #pragma once
 
 #include <cstddef>
-#include <memory>
+#include <exception>
 #include <optional>
 #include <string>
 
@@ -19,12 +19,18 @@ namespace kvikio::detail {
  * memory through the ring (slots filled by the write callbacks, copied when full and at the
  * end). Never writes past `capacity` bytes: a server that sends more than the range (it may
  * ignore ranges) makes the sink refuse the data, and the transfer fails.
+ *
+ * Both transports use it. The easy transport lets it wait for a slot's copy when the ring wraps
+ * around; the multi-poll reactor must never wait on the GPU, so it sets non-blocking mode: a
+ * write that would wait pauses the transfer instead (libcurl delivers the same bytes again once
+ * the reactor resumes it), and the last copies are awaited by polling copies_done().
  */
 class RemoteSink {
  public:
-  /// @brief Host memory at `dst`, or device memory (then the caller has pushed its context).
-  RemoteSink(void* dst, std::size_t capacity, bool device);
-  ~RemoteSink() noexcept;
+  /// @brief Host memory at `dst` (`device_context` null), or device memory of that context. The
+  /// pinned memory of a device sink (one bounce buffer) is held until the sink is destroyed.
+  RemoteSink(void* dst, std::size_t capacity, CUcontext device_context);
+  ~RemoteSink() noexcept;  // waits for copies still in flight
   RemoteSink(RemoteSink const&)            = delete;
   RemoteSink& operator=(RemoteSink const&) = delete;
 
@@ -33,10 +39,7 @@ class RemoteSink {
                                      std::size_t size,
                                      std::size_t nmemb,
                                      void* self) noexcept;
-  /// @brief The Content-Range value of the last response ("" if none).
-  [[nodiscard]] std::string const& content_range() const noexcept { return content_range_; }
-
-  /// @brief libcurl's write callback: returns `n` or, to abort, anything else.
+  /// @brief libcurl's write callback: returns `n`, CURL_WRITEFUNC_PAUSE, or (to abort) 0.
   static std::size_t write_callback(char* data,
                                     std::size_t size,
                                     std::size_t nmemb,
@@ -51,20 +54,35 @@ class RemoteSink {
     curl_           = curl_easy_handle;
     expected_range_ = std::move(expected_range);
   }
-  /// @brief Whether a 206 answer carried another range than the one asked for.
-  [[nodiscard]] bool wrong_range() const noexcept { return wrong_range_; }
-  /// @brief The start of an error response's body ("" if none).
-  [[nodiscard]] std::string const& error_body() const noexcept { return error_body_; }
-
-  /// @brief Forget what arrived (a retry rewrites its own range).
+  /// @brief Forget what arrived, for another attempt (which rewrites the whole range).
   void restart();
   /// @brief Copies what is still in the ring's current slot and waits for every copy.
   void finish();
 
+  /// @brief Never wait on the GPU from the callbacks: pause the transfer instead.
+  void set_nonblocking() noexcept { nonblocking_ = true; }
+  /// @brief Whether the last write paused the transfer (non-blocking mode).
+  [[nodiscard]] bool paused() const noexcept { return paused_; }
+  /// @brief Without waiting: whether a paused transfer can go on (then it is no longer paused).
+  [[nodiscard]] bool ready_to_resume();
+  /// @brief Copies what is still in the ring's current slot, without waiting.
+  void submit_rest();
+  /// @brief Without waiting: whether every copy has completed (true for host memory).
+  [[nodiscard]] bool copies_done();
+
+  /// @brief The Content-Range value of the last response ("" if none).
+  [[nodiscard]] std::string const& content_range() const noexcept { return content_range_; }
+  /// @brief Whether a 206 answer carried another range than the one asked for.
+  [[nodiscard]] bool wrong_range() const noexcept { return wrong_range_; }
+  /// @brief The start of an error response's body ("" if none).
+  [[nodiscard]] std::string const& error_body() const noexcept { return error_body_; }
+  /// @brief What a callback caught (a CUDA failure while copying), or null.
+  [[nodiscard]] std::exception_ptr error() const noexcept { return error_; }
   [[nodiscard]] std::size_t received() const noexcept { return received_; }
   [[nodiscard]] bool overflowed() const noexcept { return overflowed_; }
 
  private:
+  [[nodiscard]] bool next_slots_free(std::size_t n);
   void flush();
   std::byte* dst_;
   std::size_t capacity_;
@@ -76,9 +94,13 @@ class RemoteSink {
   std::string content_range_;
   std::string expected_range_;
   bool wrong_range_{false};
+  std::exception_ptr error_;
+  bool nonblocking_{false};
+  bool paused_{false};
   // Device destinations only.
+  CUcontext ctx_{nullptr};
   std::optional<BounceBufferRing<>> ring_;
-  CUstream stream_{nullptr};
+  CUstream stream_{nullptr};  // of the thread that copies, taken at the first copy
   std::byte* slot_{nullptr};
   std::size_t in_slot_{0};
   std::size_t flushed_{0};

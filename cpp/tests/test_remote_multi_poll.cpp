@@ -1,0 +1,250 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * What only the multi-poll transport has: many preads sharing one reactor, isolation of a
+ * failed transfer, shutdown with transfers in flight (and process exit), settings read at each
+ * pread, the per-handle choice of transport, no use of the thread pool. The shared remote suite
+ * (test_remote_reads/http/faults/endpoints) runs for this transport too (".multi_poll").
+ */
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/remote_handle.hpp>
+
+#include "common/device.hpp"
+#include "common/nginx.hpp"
+#include "common/test_servers.hpp"
+#include <kvikio/detail/multi_poll.hpp>
+
+using kvikio::RemoteBackendType;
+using kvikio::RemoteEndpointType;
+using kvikio::RemoteHandle;
+using kvikio::test::MisbehavingServer;
+using kvikio::test::pattern;
+
+namespace {
+
+constexpr std::uint8_t poison = 0xEE;
+
+class MultiPoll : public ::testing::Test {
+ protected:
+  void SetUp() override
+  {
+    kvikio::defaults::set_remote_backend(RemoteBackendType::LIBCURL_MULTI_POLL);
+    kvikio::test::write_file(nginx_.root() + "/object.bin", content_);
+  }
+  RemoteHandle open() { return RemoteHandle::open(nginx_.url("object.bin")); }
+  kvikio::test::Nginx nginx_;
+  std::vector<std::uint8_t> content_ = pattern((4 << 20) + 321, 71);
+};
+
+TEST_F(MultiPoll, ManyConcurrentPreadsShareOneReactor)
+{
+  kvikio::defaults::set_remote_io_num_reactors(1);
+  kvikio::defaults::set_remote_max_connections(8);
+  auto handle = open();
+  // 8 threads x 4 preads, each of several chunks, all in flight on one reactor at once.
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(8);
+  for (unsigned t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<std::vector<std::uint8_t>> bufs(4);
+      std::vector<std::future<std::size_t>> futures;
+      for (unsigned i = 0; i < 4; ++i) {
+        std::size_t const offset = (t * 4 + i) * 4099;
+        bufs[i].assign(300000, poison);
+        futures.push_back(handle.pread(bufs[i].data(), bufs[i].size(), offset, 64 << 10));
+      }
+      for (unsigned i = 0; i < 4; ++i) {
+        std::size_t const offset = (t * 4 + i) * 4099;
+        if (futures[i].get() != bufs[i].size() ||
+            std::memcmp(bufs[i].data(), content_.data() + offset, bufs[i].size()) != 0) {
+          failures[t] += "pread " + std::to_string(i) + " of thread " + std::to_string(t) + "; ";
+        }
+      }
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  for (auto const& f : failures) {
+    EXPECT_TRUE(f.empty()) << f;
+  }
+  EXPECT_EQ(kvikio::detail::MultiPollTransport::instance().num_reactors(), 1U);
+}
+
+TEST(MultiPollFaults, OneFailedTransferFailsOnlyItsOwnPread)
+{
+  kvikio::defaults::set_remote_backend(RemoteBackendType::LIBCURL_MULTI_POLL);
+  kvikio::defaults::set_remote_io_num_reactors(2);
+  std::size_t const size = 200000;
+  MisbehavingServer server{size};
+  auto good = RemoteHandle::open(server.url("ok/a"), RemoteEndpointType::HTTP, std::nullopt, size);
+  auto bad =
+    RemoteHandle::open(server.url("reset/b"), RemoteEndpointType::HTTP, std::nullopt, size);
+  std::vector<std::vector<std::uint8_t>> bufs(6, std::vector<std::uint8_t>(size, poison));
+  std::vector<std::future<std::size_t>> futures;
+  for (std::size_t i = 0; i < bufs.size(); ++i) {
+    futures.push_back((i == 3 ? bad : good).pread(bufs[i].data(), size, 0, 32 << 10));
+  }
+  for (std::size_t i = 0; i < bufs.size(); ++i) {
+    if (i == 3) {
+      EXPECT_THROW(futures[i].get(), std::runtime_error);
+      continue;
+    }
+    ASSERT_EQ(futures[i].get(), size);
+    for (std::size_t j = 0; j < size; ++j) {
+      ASSERT_EQ(bufs[i][j], MisbehavingServer::byte(j)) << "pread " << i << " at " << j;
+    }
+  }
+}
+
+TEST(MultiPollFaults, ShutdownWithTransfersInFlightFailsThemAndTheNextPreadWorks)
+{
+  kvikio::defaults::set_remote_backend(RemoteBackendType::LIBCURL_MULTI_POLL);
+  std::size_t const size = 100000;
+  MisbehavingServer server{size};
+  auto stalled =
+    RemoteHandle::open(server.url("stall/x"), RemoteEndpointType::HTTP, std::nullopt, size);
+  std::vector<std::uint8_t> buf(size, poison);
+  auto future = stalled.pread(buf.data(), size, 0, 16 << 10);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the requests go out
+  kvikio::detail::MultiPollTransport::instance().shutdown();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(0)), std::future_status::ready)
+    << "shutdown() returned before failing what was in flight";
+  try {
+    (void)future.get();
+    FAIL() << "a read cut by shutdown succeeded";
+  } catch (std::runtime_error const& e) {
+    EXPECT_NE(std::string{e.what()}.find("shut down"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(kvikio::detail::MultiPollTransport::instance().num_reactors(), 0U);
+  auto ok = RemoteHandle::open(server.url("ok/x"), RemoteEndpointType::HTTP, std::nullopt, size);
+  ASSERT_EQ(ok.pread(buf.data(), size, 0, 16 << 10).get(), size);
+  EXPECT_EQ(buf[size - 1], MisbehavingServer::byte(size - 1));
+}
+
+// A process that exits with reads in flight neither hangs nor crashes.
+TEST(MultiPollFaults, ExitWithTransfersInFlight)
+{
+  std::size_t const size = 100000;
+  MisbehavingServer server{size};
+  pid_t const child = ::fork();
+  if (child == 0) {
+    kvikio::defaults::set_remote_backend(RemoteBackendType::LIBCURL_MULTI_POLL);
+    static std::vector<std::uint8_t> buf(size);
+    static auto stalled =
+      RemoteHandle::open(server.url("stall/y"), RemoteEndpointType::HTTP, std::nullopt, size);
+    static auto future = stalled.pread(buf.data(), size, 0, 16 << 10);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::exit(0);
+  }
+  ASSERT_GT(child, 0);
+  int status       = 0;
+  auto const until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (::waitpid(child, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > until) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, &status, 0);
+      FAIL() << "the process did not exit within 20 s with a read in flight";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST_F(MultiPoll, SettingsAreReadAtEachPread)
+{
+  auto handle = open();  // built with the defaults of SetUp
+  kvikio::defaults::set_remote_io_num_reactors(3);
+  kvikio::defaults::set_remote_max_connections(2);
+  kvikio::defaults::set_http_max_attempts(1);
+  std::vector<std::uint8_t> buf(content_.size(), poison);
+  ASSERT_EQ(handle.pread(buf.data(), buf.size(), 0, 100000).get(), buf.size());
+  EXPECT_EQ(buf, content_);
+  EXPECT_EQ(kvikio::detail::MultiPollTransport::instance().num_reactors(), 3U);
+  kvikio::defaults::set_remote_io_max_concurrent_requests(1);  // overrides the per-reactor value
+  buf.assign(buf.size(), poison);
+  ASSERT_EQ(handle.pread(buf.data(), buf.size(), 0, 1 << 20).get(), buf.size());
+  EXPECT_EQ(buf, content_);
+}
+
+// The thread pool's only thread is busy: a multi-poll pread of 64 chunks still completes, so it
+// used no pool thread. The easy transport, chosen for one handle, waits for the pool.
+TEST_F(MultiPoll, UsesNoPoolThreadAndTheChoiceIsPerHandle)
+{
+  kvikio::defaults::set_thread_pool_nthreads(1);
+  std::promise<void> release;
+  auto busy = kvikio::defaults::thread_pool().submit_task(
+    [gate = release.get_future().share()] { gate.wait(); });
+  auto handle = open();
+  std::vector<std::uint8_t> buf(64 * 65536, poison);
+  auto multi = handle.pread(buf.data(), buf.size(), 7, 65536);
+  ASSERT_EQ(multi.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  ASSERT_EQ(multi.get(), buf.size());
+  EXPECT_EQ(0, std::memcmp(buf.data(), content_.data() + 7, buf.size()));
+
+  auto easy = open();
+  easy.set_remote_backend(RemoteBackendType::LIBCURL_EASY);
+  EXPECT_EQ(easy.remote_backend(), RemoteBackendType::LIBCURL_EASY);
+  auto queued = easy.pread(buf.data(), 1000, 0, 1000);
+  EXPECT_EQ(queued.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
+    << "the easy transport ran without a pool thread";
+  release.set_value();
+  busy.get();
+  EXPECT_EQ(queued.get(), 1000U);
+  EXPECT_EQ(0, std::memcmp(buf.data(), content_.data(), 1000));
+}
+
+// Small slots and many transfers make the reactor pause transfers whose next slot is still
+// being copied, and resume them; every byte must land once, in place. Under the simulator the
+// copies are slowed down (CUDASIM_DELAY_US, read when the driver starts) so that pauses happen.
+class SlowCopies : public kvikio::test::OnDevice {
+ protected:
+  void SetUp() override
+  {
+    ::setenv("CUDASIM_DELAY_US", "300", 1);
+    OnDevice::SetUp();
+  }
+};
+
+TEST_F(SlowCopies, MultiPollDeviceReadsPauseAndResume)
+{
+  kvikio::defaults::set_remote_backend(RemoteBackendType::LIBCURL_MULTI_POLL);
+  kvikio::defaults::set_bounce_buffer_size(64 << 10);
+  kvikio::defaults::set_num_bounce_buffers(2);
+  kvikio::defaults::set_remote_max_connections(16);
+  kvikio::test::Nginx server;
+  auto const content = pattern((3 << 20) + 77, 72);
+  kvikio::test::write_file(server.root() + "/object.bin", content);
+  auto handle = RemoteHandle::open(server.url("object.bin"));
+  kvikio::test::DeviceBuffer dev{content.size() + 128};
+  std::vector<std::uint8_t> fill(content.size() + 128, poison);
+  KVIKIO_CUDA_DRIVER_TRY(kvikio::test::api().MemcpyHtoD(dev.ptr, fill.data(), fill.size()));
+  auto* dst = static_cast<char*>(dev.get()) + 64;
+  ASSERT_EQ(handle.pread(dst, content.size(), 0, 200 << 10).get(), content.size());
+  std::vector<std::uint8_t> back(fill.size());
+  KVIKIO_CUDA_DRIVER_TRY(kvikio::test::api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  ASSERT_EQ(0, std::memcmp(back.data() + 64, content.data(), content.size()));
+  for (std::size_t i = 0; i < 64; ++i) {
+    ASSERT_EQ(back[i], poison);
+    ASSERT_EQ(back[64 + content.size() + i], poison);
+  }
+  if (kvikio::test::on_simulator()) {
+    EXPECT_GT(kvikio::detail::MultiPollTransport::instance().num_resumed(), 0U)
+      << "no transfer was paused: the test did not exercise what it is for";
+  }
+}
+
+}  // namespace
