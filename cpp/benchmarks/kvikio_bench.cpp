@@ -55,20 +55,35 @@ int main(int argc, char** argv)
     ->default_val("4KiB");
 #ifdef KVIKIO_BENCH_REMOTE
   kvikio::bench::RemoteOptions remote;
-  auto* remote_cmd =
-    app.add_subcommand("remote", "remote objects: RemoteHandle::pread (easy transport)");
+  auto* remote_cmd = app.add_subcommand("remote", "remote objects: RemoteHandle::pread");
   remote_cmd->add_option("op", remote.op_text, "read")->required()->check(CLI::IsMember({"read"}));
   remote_cmd->add_option("--url", remote.url, "the object's URL (its size is asked once)")
     ->required();
-  remote_cmd->add_option("--threads", remote.threads, "thread counts to sweep")->delimiter(',');
+  remote_cmd
+    ->add_option("--threads",
+                 remote.threads,
+                 "N to sweep: easy and baseline threads, multi_poll transfers in flight")
+    ->delimiter(',');
   remote_cmd->add_option("--task-size", remote.task_size_text, "task size, e.g. 4MiB")
     ->default_val("4MiB");
   remote_cmd->add_option("--mem", remote.mem, "host or device")
     ->default_val("host")
     ->check(CLI::IsMember({"host", "device"}));
-  remote_cmd->add_option("--backend", remote.backend, "remote transport: easy")
+  remote_cmd
+    ->add_option("--backend", remote.backends, "remote transports to measure: easy, multi_poll")
+    ->delimiter(',')
     ->default_val("easy")
-    ->check(CLI::IsMember({"easy"}));
+    ->check(CLI::IsMember({"easy", "multi_poll"}));
+  remote_cmd
+    ->add_option("--reactors",
+                 remote.reactors,
+                 "multi_poll reactor threads (default: one per 8 transfers in flight)")
+    ->default_val(0);
+  remote_cmd
+    ->add_option("--connections",
+                 remote.connections,
+                 "multi_poll transfers in flight per reactor (default: N / reactors)")
+    ->default_val(0);
   remote_cmd->add_option("--repeat", remote.repeat, "runs per point")
     ->default_val(5)
     ->check(CLI::PositiveNumber);

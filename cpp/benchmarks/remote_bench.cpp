@@ -1,11 +1,14 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  *
- * kvikio_bench remote read: RemoteHandle::pread (easy transport) beside plain libcurl fetching
- * the same ranges with the same number of threads into host memory, interleaved A B A B.
+ * kvikio_bench remote read: RemoteHandle::pread over each transport asked for (easy: N pool
+ * threads; multi_poll: N transfers in flight on few reactors) beside plain libcurl fetching the
+ * same ranges with N threads into host memory, interleaved A B A B; and once, one plain GET of
+ * the whole object (what one connection can do).
  */
 #include "remote_bench.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +18,7 @@
 
 #include <curl/curl.h>
 
+#include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/remote_handle.hpp>
@@ -72,6 +76,21 @@ void curl_baseline(
   }
 }
 
+// The other baseline: one GET of the whole object on one connection.
+void curl_single_get(std::string const& url, char* dst, std::size_t size)
+{
+  CURL* h = curl_easy_init();
+  Target target{dst, size, 0};
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &copy_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, static_cast<void*>(&target));
+  if (curl_easy_perform(h) != CURLE_OK || target.got != size) {
+    std::fprintf(stderr, "kvikio_bench: baseline GET of %s failed\n", url.c_str());
+    std::abort();
+  }
+  curl_easy_cleanup(h);
+}
+
 }  // namespace
 
 int run_remote(RemoteOptions const& o)
@@ -99,18 +118,57 @@ int run_remote(RemoteOptions const& o)
   (void)handle.pread(dst, size, 0, task).get();  // warm: connections, pools, server cache
 
   std::vector<Row> rows;
-  for (unsigned nthreads : o.threads) {
-    defaults::set_thread_pool_nthreads(nthreads);
-    Row kvikio{"read", o.mem, "kvikio " + o.backend, nthreads, task, size, {}};
-    Row baseline{"read", "host", "baseline libcurl (host)", nthreads, task, size, {}};
-    for (unsigned rep = 0; rep < o.repeat; ++rep) {
-      kvikio.runs.push_back(measure([&] {
-        KVIKIO_EXPECT(handle.pread(dst, size, 0, task).get() == size, "short remote read");
-      }));
-      baseline.runs.push_back(
-        measure([&] { curl_baseline(o.url, host.get(), size, task, nthreads); }));
+  Row single{"read", "host", "baseline one GET (host)", 1, size, size, {}};
+  for (unsigned rep = 0; rep < o.repeat; ++rep) {
+    single.runs.push_back(measure([&] { curl_single_get(o.url, host.get(), size); }));
+  }
+  rows.push_back(single);
+  for (unsigned n : o.threads) {
+    // multi_poll: the fewest reactors that N transfers in flight need (one per 8), or as asked.
+    unsigned const reactors    = o.reactors > 0 ? o.reactors : std::max(1U, n / 8);
+    unsigned const connections = o.connections > 0 ? o.connections : (n + reactors - 1) / reactors;
+    std::vector<Row> kvikio;
+    for (auto const& backend : o.backends) {
+      std::string const variant =
+        backend == "easy"
+          ? std::string{"kvikio easy"}
+          : "kvikio multi_poll R" + std::to_string(reactors) + " C" + std::to_string(connections);
+      kvikio.push_back(
+        Row{"read", o.mem, variant, backend == "easy" ? n : reactors, task, size, {}});
     }
-    rows.push_back(kvikio);
+    Row baseline{"read", "host", "baseline libcurl (host)", n, task, size, {}};
+    auto const configure = [&](std::size_t b) {
+      if (o.backends[b] == "easy") {
+        defaults::set_remote_backend(RemoteBackendType::LIBCURL_EASY);
+        defaults::set_thread_pool_nthreads(n);
+      } else {
+        defaults::set_remote_backend(RemoteBackendType::LIBCURL_MULTI_POLL);
+        defaults::set_remote_io_num_reactors(reactors);
+        defaults::set_remote_max_connections(connections);
+      }
+    };
+    auto const read_all = [&] {
+      KVIKIO_EXPECT(handle.pread(dst, size, 0, task).get() == size, "short remote read");
+    };
+    for (std::size_t b = 0; b < o.backends.size(); ++b) {  // warm: connections, reactors
+      configure(b);
+      read_all();
+    }
+    for (unsigned rep = 0; rep < o.repeat; ++rep) {
+      for (std::size_t b = 0; b < o.backends.size(); ++b) {
+        configure(b);
+        kvikio[b].runs.push_back(measure(read_all));
+      }
+      baseline.runs.push_back(measure([&] { curl_baseline(o.url, host.get(), size, task, n); }));
+    }
+    // The pinned memory each variant needs: one more read from an empty pool.
+    for (std::size_t b = 0; b < o.backends.size(); ++b) {
+      configure(b);
+      BounceBufferPool<>::instance().clear();
+      read_all();
+      kvikio[b].pinned_bytes = BounceBufferPool<>::instance().pinned_bytes();
+      rows.push_back(kvikio[b]);
+    }
     rows.push_back(baseline);
   }
   if (device) {

@@ -12,10 +12,12 @@ namespace kvikio::bench {
 struct RemoteOptions {
   std::string op_text{"read"};
   std::string url;
-  std::vector<unsigned> threads;
+  std::vector<unsigned> threads;  ///< N: easy and baseline threads, multi-poll transfers in flight
   std::string task_size_text{"4MiB"};
   std::string mem{"host"};
-  std::string backend{"easy"};  ///< the remote transport measured
+  std::vector<std::string> backends{"easy"};  ///< transports measured: easy, multi_poll
+  unsigned reactors{0};     ///< multi_poll reactors; 0: one per 8 in flight (at least one)
+  unsigned connections{0};  ///< multi_poll transfers in flight per reactor; 0: N / reactors
   unsigned repeat{5};
   std::string json;
 };

@@ -102,9 +102,13 @@ class Handler(BaseHTTPRequestHandler):
         return self._send(206, body, content_range)
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # listen() backlog: the default 5 drops bursts of connects (1 s stalls)
+
+
 def main():
-    server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
-    server.daemon_threads = True
+    server = Server(("127.0.0.1", int(sys.argv[1])), Handler)
     print("ready", flush=True)
     server.serve_forever()
 

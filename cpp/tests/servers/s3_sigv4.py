@@ -130,14 +130,18 @@ def presign(url, secret):
     return request.url
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # listen() backlog: the default 5 drops bursts of connects (1 s stalls)
+
+
 def main():
     global ROOT
     if sys.argv[1] == "presign":
         print(presign(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else SECRET))
         return
     ROOT = sys.argv[2]
-    server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
-    server.daemon_threads = True
+    server = Server(("127.0.0.1", int(sys.argv[1])), Handler)
     print("ready", flush=True)
     server.serve_forever()
 

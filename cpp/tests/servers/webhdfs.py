@@ -73,9 +73,13 @@ class Handler(BaseHTTPRequestHandler):
         self._reply(404, b"")
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # listen() backlog: the default 5 drops bursts of connects (1 s stalls)
+
+
 def main():
-    server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
-    server.daemon_threads = True
+    server = Server(("127.0.0.1", PORT), Handler)
     print("ready", flush=True)
     server.serve_forever()
 

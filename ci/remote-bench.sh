@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# The remote benchmarks of docs/benchmarks.md, on the GPU machine (device tool), from the
+# repository root with build/release and .device-run carried (ci/device-bundle.sh):
+#   1. bandwidth: loopback nginx (8 workers, sendfile) serving a 2 GiB object from the page
+#      cache, 4 MiB tasks, host and device memory: easy with R threads against multi-poll with R
+#      reactors of 8 transfers, R = 1, 4, 8, 16, beside plain libcurl and one plain GET;
+#   2. latency: cpp/benchmarks/latency_server.py with 0 ms (checked against nginx: the server
+#      must not be the bottleneck) and 50 ms first-byte delay, a 128 MiB object, 1 MiB tasks,
+#      N = 1..128 in flight: easy with N threads against multi-poll with N/8 reactors.
+# Output: $OUT/remote-bench.log (tables) and $OUT/remote-bench.jsonl.
+set -uo pipefail
+OUT=${OUT:-/tmp/kvikio-remote-bench}
+mkdir -p "$OUT"
+root=$PWD
+bench=$root/build/release/cpp/benchmarks/kvikio_bench
+work=$(mktemp -d)
+status=0
+
+nginx_bin=/usr/sbin/nginx
+if [[ ! -x $nginx_bin ]]; then
+  dpkg -x "$root"/.device-run/nginx_*.deb "$work/ngx"
+  nginx_bin=$work/ngx/usr/sbin/nginx
+fi
+mkdir -p "$work/www" "$work/tmp"
+head -c $((2 << 30)) /dev/urandom >"$work/www/obj.bin"
+head -c $((128 << 20)) /dev/urandom >"$work/www/small.bin"
+cat "$work/www/obj.bin" "$work/www/small.bin" >/dev/null  # into the page cache
+cat >"$work/nginx.conf" <<EOF
+$( [[ $(id -u) == 0 ]] && echo "user root;" )
+daemon off;
+worker_processes 8;
+pid $work/nginx.pid;
+error_log $work/error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile on;
+  keepalive_requests 100000;
+  client_body_temp_path $work/tmp;
+  proxy_temp_path $work/tmp;
+  fastcgi_temp_path $work/tmp;
+  uwsgi_temp_path $work/tmp;
+  scgi_temp_path $work/tmp;
+  server { listen 127.0.0.1:18080; root $work/www; }
+}
+EOF
+"$nginx_bin" -c "$work/nginx.conf" -p "$work" &
+nginx_pid=$!
+python3 "$root/cpp/benchmarks/latency_server.py" 18081 "$work/www" 0 >/dev/null &
+fast_pid=$!
+python3 "$root/cpp/benchmarks/latency_server.py" 18082 "$work/www" 50 >/dev/null &
+slow_pid=$!
+sleep 2
+
+run() {
+  echo "+ kvikio_bench $*" | tee -a "$OUT/remote-bench.log"
+  timeout 300 "$bench" "$@" --json "$OUT/remote-bench.jsonl" 2>&1 | tee -a "$OUT/remote-bench.log" \
+    || status=1
+}
+
+if [[ ${BANDWIDTH:-1} == 1 ]]; then
+  for mem in host device; do
+    for r in 1 4 8 16; do
+      run remote read --url http://127.0.0.1:18080/obj.bin --backend easy,multi_poll --threads $r \
+        --reactors $r --connections 8 --task-size 4MiB --repeat 3 --mem $mem
+    done
+  done
+fi
+if [[ ${LATENCY:-1} == 1 ]]; then
+  # The latency server without delay against nginx: it must not be what limits the curve.
+  for url in http://127.0.0.1:18080/small.bin http://127.0.0.1:18081/small.bin; do
+    run remote read --url $url --backend easy --threads 8,32 --task-size 1MiB --repeat 3
+  done
+  run remote read --url http://127.0.0.1:18082/small.bin --backend easy,multi_poll \
+    --threads ${LATENCY_N:-1,2,4,8,16,32,64,128} --task-size 1MiB --repeat 2
+fi
+
+kill "$nginx_pid" "$fast_pid" "$slow_pid" 2>/dev/null
+wait 2>/dev/null
+rm -rf "$work"
+exit $status
