@@ -61,7 +61,7 @@ run() {
 }
 
 if [[ ${BANDWIDTH:-1} == 1 ]]; then
-  for mem in host device; do
+  for mem in ${MEMS:-host device}; do
     for r in 1 4 8 16; do
       run remote read --url http://127.0.0.1:18080/obj.bin --backend easy,multi_poll --threads $r \
         --reactors $r --connections 8 --task-size 4MiB --repeat 3 --mem $mem

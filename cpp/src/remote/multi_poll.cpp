@@ -98,6 +98,28 @@ struct Transfer {
   }
 };
 
+/// Wakes a reactor's curl_multi_poll: from other threads submitting work and from CUDA host
+/// functions when copies complete. Outlives the reactor if a host function still holds it.
+class MultiWaker final : public CopyWaker {
+ public:
+  explicit MultiWaker(CURLM* multi) : multi_{multi} {}
+  void wake() noexcept override
+  {
+    std::lock_guard const lock{mutex_};
+    if (multi_ != nullptr) { curl_multi_wakeup(multi_); }
+  }
+  /// The handle to wake from now on (null: none, the reactor is stopping).
+  void set(CURLM* multi) noexcept
+  {
+    std::lock_guard const lock{mutex_};
+    multi_ = multi;
+  }
+
+ private:
+  std::mutex mutex_;
+  CURLM* multi_;
+};
+
 }  // namespace
 
 /**
@@ -107,7 +129,10 @@ struct Transfer {
 class MultiPollTransport::Reactor {
  public:
   explicit Reactor(std::atomic<std::size_t>& resumed)
-    : resumed_{resumed}, multi_{new_multi()}, thread_{[this] { run(); }}
+    : resumed_{resumed},
+      multi_{new_multi()},
+      waker_{std::make_shared<MultiWaker>(multi_)},
+      thread_{[this] { run(); }}
   {
   }
   ~Reactor() { stop(); }
@@ -122,7 +147,7 @@ class MultiPollTransport::Reactor {
       queue_.push_back(std::move(t));
     }
     max_in_flight_ = max_in_flight;
-    curl_multi_wakeup(multi_);
+    waker_->wake();
   }
 
   /// Ends the thread; what is in flight or queued fails.
@@ -132,9 +157,10 @@ class MultiPollTransport::Reactor {
       std::lock_guard const lock{mutex_};
       if (stopping_) { return; }
       stopping_ = true;
-      curl_multi_wakeup(multi_);
     }
+    waker_->wake();
     if (thread_.joinable()) { thread_.join(); }
+    waker_->set(nullptr);  // host functions still pending must not touch the handle
     curl_multi_cleanup(multi_);
   }
 
@@ -161,7 +187,8 @@ class MultiPollTransport::Reactor {
   std::deque<std::unique_ptr<Transfer>> queue_;  // guarded by mutex_
   std::size_t max_in_flight_{8};                 // guarded by mutex_
   bool stopping_{false};                         // guarded by mutex_
-  CURLM* multi_;  // replaced only under mutex_, used by the reactor thread
+  CURLM* multi_;  // used by the reactor thread; others wake it through waker_
+  std::shared_ptr<MultiWaker> waker_;
   // Reactor thread only:
   std::deque<std::unique_ptr<Transfer>> waiting_;  // not started yet
   std::vector<std::unique_ptr<Transfer>> active_;  // started and not ended
@@ -174,7 +201,7 @@ void MultiPollTransport::Reactor::start(Transfer& t)
   try {
     if (!t.sink) {
       t.sink.emplace(t.dst, t.size, t.device_context);
-      t.sink->set_nonblocking();
+      t.sink->set_nonblocking(waker_);
       t.request.emplace(t.endpoint, *t.sink, t.file_offset, t.size);
     }
     t.curl.emplace();
@@ -224,21 +251,20 @@ void MultiPollTransport::Reactor::rebuild(CURLMcode code)
       t->end(error);
     }
   }
-  running_ = 0;
-  std::lock_guard const lock{mutex_};
+  running_           = 0;
+  CURLM* const fresh = new_multi();
+  waker_->set(fresh);
   curl_multi_cleanup(multi_);
-  multi_ = new_multi();
+  multi_ = fresh;
 }
 
 int MultiPollTransport::Reactor::poll_timeout_ms(Clock::time_point now) const
 {
-  // Paused and draining transfers wait on the GPU, which cannot wake the poll: look again soon.
-  int timeout = 1000;  // otherwise libcurl's sockets and curl_multi_wakeup wake it
+  // libcurl's sockets, submissions and the host functions behind the copies that paused and
+  // draining transfers wait for (CopyWaker) wake the poll; the timeout is for retries, and a
+  // safety net.
+  int timeout = 1000;
   for (auto const& t : active_) {
-    if (t->state == Transfer::State::draining ||
-        (t->state == Transfer::State::running && t->sink->paused())) {
-      return 1;
-    }
     if (t->state == Transfer::State::waiting_retry) {
       auto const left = std::chrono::duration_cast<std::chrono::milliseconds>(t->retry_at - now);
       timeout         = std::clamp(static_cast<int>(left.count()) + 1, 1, timeout);

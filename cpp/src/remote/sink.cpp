@@ -104,7 +104,8 @@ std::size_t RemoteSink::write_callback(char* data,
   try {
     // The callbacks run on whichever thread drives the transfer: the copies need the context.
     PushAndPopContext const context{sink->ctx_};
-    if (sink->nonblocking_ && !sink->next_slots_free(n)) {
+    if (sink->waker_ && !sink->next_slots_free(n)) {
+      sink->wake_after_copies();
       sink->paused_ = true;
       return CURL_WRITEFUNC_PAUSE;  // nothing consumed: libcurl delivers these bytes again
     }
@@ -150,6 +151,25 @@ void RemoteSink::flush()
   slot_    = nullptr;
 }
 
+// A host function behind the copies enqueued so far wakes the reactor when they are done, so
+// that it never polls the GPU. It owns a reference to the waker: the reactor may be gone by then.
+void RemoteSink::wake_after_copies()
+{
+  auto* waker      = new std::shared_ptr<CopyWaker>(waker_);
+  CUresult const r = cudaAPI::instance().LaunchHostFunc(
+    stream_,
+    [](void* user) {
+      auto* w = static_cast<std::shared_ptr<CopyWaker>*>(user);
+      (*w)->wake();
+      delete w;
+    },
+    waker);
+  if (r != CUDA_SUCCESS) {
+    delete waker;
+    KVIKIO_CUDA_DRIVER_TRY(r);
+  }
+}
+
 bool RemoteSink::ready_to_resume()
 {
   if (paused_) {
@@ -164,6 +184,7 @@ void RemoteSink::submit_rest()
   if (!ring_) { return; }
   PushAndPopContext const context{ctx_};
   flush();
+  if (waker_ && stream_ != nullptr) { wake_after_copies(); }
 }
 
 bool RemoteSink::copies_done()

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -13,6 +14,16 @@
 #include <kvikio/bounce_buffer.hpp>
 
 namespace kvikio::detail {
+
+/**
+ * @brief Wakes whoever drives non-blocking sinks (the multi-poll reactor) once copies it waits
+ * for have completed. Called from a CUDA host function: it must make no CUDA call.
+ */
+class CopyWaker {
+ public:
+  virtual ~CopyWaker()         = default;
+  virtual void wake() noexcept = 0;
+};
 
 /**
  * @brief Where the body of one ranged response goes: host memory written in place, or device
@@ -59,13 +70,15 @@ class RemoteSink {
   /// @brief Copies what is still in the ring's current slot and waits for every copy.
   void finish();
 
-  /// @brief Never wait on the GPU from the callbacks: pause the transfer instead.
-  void set_nonblocking() noexcept { nonblocking_ = true; }
+  /// @brief Never wait on the GPU from the callbacks: pause the transfer instead. `waker` is
+  /// woken when the copies that a pause or submit_rest() left pending have completed.
+  void set_nonblocking(std::shared_ptr<CopyWaker> waker) noexcept { waker_ = std::move(waker); }
   /// @brief Whether the last write paused the transfer (non-blocking mode).
   [[nodiscard]] bool paused() const noexcept { return paused_; }
   /// @brief Without waiting: whether a paused transfer can go on (then it is no longer paused).
   [[nodiscard]] bool ready_to_resume();
-  /// @brief Copies what is still in the ring's current slot, without waiting.
+  /// @brief Copies what is still in the ring's current slot, without waiting; the waker is
+  /// woken when every copy is done.
   void submit_rest();
   /// @brief Without waiting: whether every copy has completed (true for host memory).
   [[nodiscard]] bool copies_done();
@@ -84,6 +97,7 @@ class RemoteSink {
  private:
   [[nodiscard]] bool next_slots_free(std::size_t n);
   void flush();
+  void wake_after_copies();
   std::byte* dst_;
   std::size_t capacity_;
   std::size_t received_{0};
@@ -95,7 +109,7 @@ class RemoteSink {
   std::string expected_range_;
   bool wrong_range_{false};
   std::exception_ptr error_;
-  bool nonblocking_{false};
+  std::shared_ptr<CopyWaker> waker_;  // set: non-blocking mode
   bool paused_{false};
   // Device destinations only.
   CUcontext ctx_{nullptr};
