@@ -4,8 +4,9 @@
 # The remote benchmarks of docs/benchmarks.md, on the GPU machine (device tool), from the
 # repository root with build/release and .device-run carried (ci/device-bundle.sh):
 #   1. bandwidth: loopback nginx (8 workers, sendfile) serving a 2 GiB object from the page
-#      cache, 4 MiB tasks, host and device memory: easy with R threads against multi-poll with R
-#      reactors of 8 transfers, R = 1, 4, 8, 16, beside plain libcurl and one plain GET;
+#      cache, 4 MiB tasks, host and device memory (MEMS): easy with R threads against multi-poll
+#      with R reactors of C transfers, R = 1, 4, 8, 16 (BANDWIDTH_R), C = 8 (BANDWIDTH_C),
+#      beside plain libcurl and one plain GET;
 #   2. latency: cpp/benchmarks/latency_server.py with 0 ms (checked against nginx: the server
 #      must not be the bottleneck) and 50 ms first-byte delay, a 128 MiB object, 1 MiB tasks,
 #      N = 1..128 in flight: easy with N threads against multi-poll with N/8 reactors.
@@ -62,9 +63,9 @@ run() {
 
 if [[ ${BANDWIDTH:-1} == 1 ]]; then
   for mem in ${MEMS:-host device}; do
-    for r in 1 4 8 16; do
+    for r in ${BANDWIDTH_R:-1 4 8 16}; do
       run remote read --url http://127.0.0.1:18080/obj.bin --backend easy,multi_poll --threads $r \
-        --reactors $r --connections 8 --task-size 4MiB --repeat 3 --mem $mem
+        --reactors $r --connections ${BANDWIDTH_C:-8} --task-size 4MiB --repeat 3 --mem $mem
     done
   done
 fi
