@@ -53,6 +53,16 @@ int main(int argc, char** argv)
     "reads: this many reads of --io-size at random offsets, by --threads callers");
   local_cmd->add_option("--io-size", local.io_size_text, "size of each random read, e.g. 4KiB")
     ->default_val("4KiB");
+  local_cmd
+    ->add_option("--api",
+                 local.api,
+                 "pread, or async: device reads as --async-reads read_async calls back to back on "
+                 "one stream, beside the same reads as pread + get")
+    ->default_val("pread")
+    ->check(CLI::IsMember({"pread", "async"}));
+  local_cmd->add_option("--async-reads", local.async_reads, "N for --api async")
+    ->default_val(8)
+    ->check(CLI::PositiveNumber);
 #ifdef KVIKIO_BENCH_REMOTE
   kvikio::bench::RemoteOptions remote;
   auto* remote_cmd = app.add_subcommand("remote", "remote objects: RemoteHandle::pread");

@@ -16,6 +16,8 @@
 #include <ctime>
 #include <functional>
 #include <memory>
+#include <algorithm>
+#include <chrono>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -26,6 +28,7 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
+#include <kvikio/stream.hpp>
 #include <kvikio/file_utils.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
@@ -120,6 +123,10 @@ int run_local(LocalOptions const& o)
   KVIKIO_EXPECT(!random || (read && io_size > 0 && io_size <= size),
                 "--random-ops needs read and 0 < --io-size <= --size",
                 std::invalid_argument);
+  bool const async = o.api == "async";
+  KVIKIO_EXPECT(!async || (read && device && !random),
+                "--api async needs read, --mem device and no --random-ops",
+                std::invalid_argument);
   if (read && o.create) {
     std::size_t current = 0;
     try {
@@ -166,6 +173,11 @@ int run_local(LocalOptions const& o)
   }
 
   std::vector<Row> rows;
+  CUstream async_stream = nullptr;  // --api async
+  std::vector<double> call_us;      // how long each read_async call took, microseconds
+  if (async) {
+    KVIKIO_CUDA_DRIVER_TRY(driver->StreamCreate(&async_stream, CU_STREAM_NON_BLOCKING));
+  }
   for (unsigned nthreads : o.threads) {
     defaults::set_thread_pool_nthreads(nthreads);
     std::vector<Staging> staging(nthreads);
@@ -231,6 +243,40 @@ int run_local(LocalOptions const& o)
                                 exact(true, fd, host.get() + t * io_size, n, off);
                               });
                             }});
+      }
+    } else if (async) {
+      // N reads of size / N, enqueued back to back on one stream and synchronised once, against
+      // the same reads as pread().get() one after the other.
+      std::size_t const piece = size / o.async_reads;
+      for (std::size_t k : depths) {
+        variants.push_back(
+          {"kvikio read_async x" + std::to_string(o.async_reads) + " k=" + std::to_string(k),
+           k,
+           [&, k, piece] {
+             defaults::set_num_bounce_buffers(k);
+             std::vector<StreamFuture> futures;
+             for (unsigned i = 0; i < o.async_reads; ++i) {
+               auto const off = static_cast<off_t>(i * piece);
+               auto const t0  = std::chrono::steady_clock::now();
+               futures.push_back(file.read_async(kvikio_buf, piece, off, off, async_stream));
+               call_us.push_back(
+                 std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                   .count());
+             }
+             for (auto& f : futures) {
+               KVIKIO_EXPECT(f.check_bytes_done() == piece, "short read_async");
+             }
+           }});
+        variants.push_back(
+          {"kvikio pread+get x" + std::to_string(o.async_reads) + " k=" + std::to_string(k),
+           k,
+           [&, k, piece] {
+             defaults::set_num_bounce_buffers(k);
+             for (unsigned i = 0; i < o.async_reads; ++i) {
+               auto* dst = static_cast<char*>(kvikio_buf) + i * piece;
+               KVIKIO_EXPECT(file.pread(dst, piece, i * piece, task).get() == piece, "short read");
+             }
+           }});
       }
     } else {
       for (std::size_t k : depths) {
@@ -304,6 +350,7 @@ int run_local(LocalOptions const& o)
     }
   }
   progress("");
+  if (async_stream != nullptr) { KVIKIO_CUDA_DRIVER_TRY(driver->StreamDestroy(async_stream)); }
   if (device) {
     KVIKIO_CUDA_DRIVER_TRY(driver->MemFree(dptr));
     CUcontext popped{};
@@ -336,6 +383,16 @@ int run_local(LocalOptions const& o)
                   r.threads,
                   g[g.size() / 2] * 1e9 / io_size);
     }
+  }
+  if (!call_us.empty()) {
+    std::sort(call_us.begin(), call_us.end());
+    std::printf(
+      "\nread_async: the calling thread returned after %.1f us (median), %.1f us "
+      "(99th percentile), %.1f us (max) over %zu calls\n",
+      call_us[call_us.size() / 2],
+      call_us[call_us.size() * 99 / 100],
+      call_us.back(),
+      call_us.size());
   }
   if (!o.json.empty()) {
     write_json_lines(o.json,

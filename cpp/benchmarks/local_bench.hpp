@@ -24,6 +24,8 @@ struct LocalOptions {
   std::string json;
   std::size_t random_ops{0};  // > 0: that many reads of io_size at random offsets per point
   std::string io_size_text{"4KiB"};
+  std::string api{"pread"};  // async: device reads as N read_async back to back on one stream
+  unsigned async_reads{8};   // N
 };
 
 /// Runs `kvikio_bench local ...`; returns the process exit code.

@@ -232,6 +232,8 @@ TEST_F(SlowCopies, MultiPollDeviceReadsPauseAndResume)
   kvikio::test::DeviceBuffer dev{content.size() + 128};
   std::vector<std::uint8_t> fill(content.size() + 128, poison);
   KVIKIO_CUDA_DRIVER_TRY(kvikio::test::api().MemcpyHtoD(dev.ptr, fill.data(), fill.size()));
+  // From pageable memory the copy may still be in flight when MemcpyHtoD returns.
+  KVIKIO_CUDA_DRIVER_TRY(kvikio::test::api().CtxSynchronize());
   auto* dst = static_cast<char*>(dev.get()) + 64;
   ASSERT_EQ(handle.pread(dst, content.size(), 0, 200 << 10).get(), content.size());
   std::vector<std::uint8_t> back(fill.size());

@@ -13,6 +13,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <exception>
+#include <memory>
 #include <future>
 #include <string>
 
@@ -128,11 +130,16 @@ class FileHandle {
                                   ThreadPool* thread_pool   = &defaults::thread_pool());
 
   /**
-   * @brief Reads into device memory in the order of `stream`; the arguments are read when the
-   * stream reaches the operation and the bytes read are written to `*bytes_read_p`.
+   * @brief Reads into device memory in the order of `stream`, without blocking the caller: the
+   * bytes land after the work enqueued on `stream` before the call and before the work enqueued
+   * after it. `*bytes_read_p` is written once the read has ended (-1 if it failed); the
+   * pointers must stay valid until `stream` gets there.
    *
-   * With cuFile's stream API, cuFileReadAsync. Otherwise (compat mode) the stream is
-   * synchronised and the read done before returning, as upstream KvikIO does.
+   * With cuFile's stream API (compat mode off), cuFileReadAsync, which reads the arguments when
+   * the stream gets there. Otherwise the read runs on the thread pool through the bounce-buffer
+   * ring, its copies waiting for the stream's earlier work, and the stream waits for it (stream
+   * memory operations, or a host function where the driver lacks them); the arguments are read
+   * at the call. Upstream instead synchronises the stream and reads before returning.
    */
   void read_async(void* devPtr_base,
                   std::size_t* size_p,
@@ -178,15 +185,18 @@ class FileHandle {
                               std::size_t size,
                               std::size_t file_offset,
                               std::size_t devPtr_offset,
-                              bool sync_default_stream);
+                              bool sync_default_stream,
+                              CUevent after = nullptr);
   // The body of read_async() and write_async().
+  // `error`, if given, receives a failure of the stream-ordered tasks (a StreamFuture's).
   void async_transfer(Direction dir,
                       void* devPtr_base,
                       std::size_t* size_p,
                       off_t* file_offset_p,
                       off_t* devPtr_offset_p,
                       ssize_t* bytes_p,
-                      CUstream stream);
+                      CUstream stream,
+                      std::shared_ptr<std::exception_ptr> error = nullptr);
   // The body of pread() and pwrite().
   std::future<std::size_t> parallel_transfer(Direction dir,
                                              void* buf,

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <exception>
 #include <memory>
 #include <tuple>
 
@@ -41,11 +42,13 @@ class StreamFuture {
 
   /**
    * @brief Synchronises the stream and returns the bytes moved.
-   * @throws kvikio::CUfileException if the operation failed or the stream cannot be synchronised.
+   * @throws the error of the operation (as it was thrown by the task that failed), or
+   * kvikio::CUfileException if cuFile reported one or the stream cannot be synchronised.
    */
   std::size_t check_bytes_done();
 
  private:
+  friend class FileHandle;
   struct Args {
     std::size_t size;
     off_t file_offset;
@@ -55,6 +58,7 @@ class StreamFuture {
   void* devPtr_base_{nullptr};
   CUstream stream_{nullptr};
   std::unique_ptr<Args> args_;  // on the heap: its address is handed to the stream
+  std::shared_ptr<std::exception_ptr> error_{std::make_shared<std::exception_ptr>()};
   bool synchronized_{false};
 };
 

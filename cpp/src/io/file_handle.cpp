@@ -19,6 +19,7 @@
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/nvtx.hpp>
 #include <kvikio/detail/posix_io.hpp>
+#include <kvikio/detail/stream_ordered.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/parallel_operation.hpp>
 #include <kvikio/shim/cuda.hpp>
@@ -242,7 +243,8 @@ std::size_t FileHandle::device_transfer(Direction dir,
                                         std::size_t size,
                                         std::size_t file_offset,
                                         std::size_t devPtr_offset,
-                                        bool sync_default_stream)
+                                        bool sync_default_stream,
+                                        CUevent after)
 {
   PushAndPopContext const context{ctx};
   // Work queued on the legacy default stream (which KvikIO's streams do not wait for) lands first.
@@ -261,10 +263,14 @@ std::size_t FileHandle::device_transfer(Direction dir,
                                                 file_offset,
                                                 devPtr_offset,
                                                 direct,
-                                                defaults::auto_direct_io_read_overread())
+                                                defaults::auto_direct_io_read_overread(),
+                                                after)
                     : detail::posix_device_write(
-                        fd_, devPtr_base, size, file_offset, devPtr_offset, direct);
+                        fd_, devPtr_base, size, file_offset, devPtr_offset, direct, after);
   } else {
+    // cuFile's synchronous calls take no stream: a stream-ordered caller's order is kept by
+    // waiting here, on a worker thread.
+    if (after != nullptr) { KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().EventSynchronize(after)); }
     auto& api         = cuFileAPI::instance();
     auto const offset = static_cast<off_t>(file_offset);
     auto const dev    = static_cast<off_t>(devPtr_offset);
@@ -419,55 +425,76 @@ void FileHandle::async_transfer(Direction dir,
                                 off_t* file_offset_p,
                                 off_t* devPtr_offset_p,
                                 ssize_t* bytes_p,
-                                CUstream stream)
+                                CUstream stream,
+                                std::shared_ptr<std::exception_ptr> error)
 {
   check_open();
-  bool const reading = dir == Direction::read;
+  bool const reading     = dir == Direction::read;
+  char const* const what = reading ? "FileHandle::read_async" : "FileHandle::write_async";
   if (!reading) { check_writable(); }
   KVIKIO_EXPECT(size_p != nullptr && file_offset_p != nullptr && devPtr_offset_p != nullptr &&
                   bytes_p != nullptr,
-                reading ? "FileHandle::read_async: null argument pointer"
-                        : "FileHandle::write_async: null argument pointer",
+                std::string{what} + ": null argument pointer",
                 std::invalid_argument);
-  if (compat_.is_compat_mode_preferred_for_async()) {
-    check_range(devPtr_base,
-                *size_p,
-                static_cast<std::size_t>(*file_offset_p),
-                reading ? "FileHandle::read_async" : "FileHandle::write_async");
-    if (*size_p == 0) {
-      *bytes_p = 0;
+  if (!compat_.is_compat_mode_preferred_for_async()) {
+    auto& api = cuFileAPI::instance();
+    if (reading) {
+      KVIKIO_CUFILE_TRY(api.ReadAsync(compat_.cufile_handle(),
+                                      devPtr_base,
+                                      size_p,
+                                      file_offset_p,
+                                      devPtr_offset_p,
+                                      bytes_p,
+                                      stream));
       return;
     }
-    // As upstream: the stream's earlier work first, then the bytes, before returning.
-    CUcontext ctx = get_context_from_pointer(devPtr_base);
-    {
-      PushAndPopContext const context{ctx};
-      KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream));
-    }
-    *bytes_p = static_cast<ssize_t>(device_transfer(dir,
-                                                    ctx,
-                                                    devPtr_base,
-                                                    *size_p,
-                                                    static_cast<std::size_t>(*file_offset_p),
-                                                    static_cast<std::size_t>(*devPtr_offset_p),
-                                                    false));
+    // The size is known now; the file will have grown once the stream gets there.
+    grew_to(static_cast<std::size_t>(*file_offset_p) + *size_p);
+    KVIKIO_CUFILE_TRY(api.WriteAsync(compat_.cufile_handle(),
+                                     devPtr_base,
+                                     size_p,
+                                     file_offset_p,
+                                     devPtr_offset_p,
+                                     bytes_p,
+                                     stream));
     return;
   }
-  auto& api = cuFileAPI::instance();
-  if (reading) {
-    KVIKIO_CUFILE_TRY(api.ReadAsync(compat_.cufile_handle(),
-                                    devPtr_base,
-                                    size_p,
-                                    file_offset_p,
-                                    devPtr_offset_p,
-                                    bytes_p,
-                                    stream));
+  // Stream-ordered on the thread pool. The arguments are read now, when the tasks are planned
+  // (cuFile reads them when the stream gets there); *bytes_p is written when they end.
+  std::size_t const size   = *size_p;
+  auto const file_offset   = static_cast<std::size_t>(*file_offset_p);
+  auto const devPtr_offset = static_cast<std::size_t>(*devPtr_offset_p);
+  check_range(devPtr_base, size, file_offset, what);
+  if (size == 0) {
+    *bytes_p = 0;
     return;
   }
-  // The size is known now; the file will have grown once the stream gets there.
-  grew_to(static_cast<std::size_t>(*file_offset_p) + *size_p);
-  KVIKIO_CUFILE_TRY(api.WriteAsync(
-    compat_.cufile_handle(), devPtr_base, size_p, file_offset_p, devPtr_offset_p, bytes_p, stream));
+  CUcontext const ctx = get_context_from_pointer(devPtr_base);
+  PushAndPopContext const context{ctx};
+  ThreadPool* const pool = pool_for(&defaults::thread_pool());
+  std::size_t const task = device_task_size(size, defaults::task_size(), *pool);
+  std::vector<detail::StreamOrderedTask> tasks;
+  for (std::size_t done = 0; done < size; done += task) {
+    std::size_t const n = std::min(task, size - done);
+    tasks.emplace_back([=, this](CUevent after) {
+      return device_transfer(
+        dir, ctx, devPtr_base, n, file_offset + done, devPtr_offset + done, false, after);
+    });
+  }
+  detail::run_stream_ordered(
+    stream, std::move(tasks), *pool, [bytes_p, error, what](ssize_t bytes, std::exception_ptr e) {
+      *bytes_p = bytes;
+      if (!e) { return; }
+      if (error) {
+        *error = e;
+      } else {
+        try {
+          std::rethrow_exception(e);
+        } catch (std::exception const& ex) {
+          KVIKIO_LOG_ERROR(what, " failed: ", ex.what());
+        }
+      }
+    });
 }
 
 void FileHandle::read_async(void* devPtr_base,
@@ -497,7 +524,8 @@ StreamFuture FileHandle::read_async(
 {
   StreamFuture future{devPtr_base, size, file_offset, devPtr_offset, stream};
   auto [base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s] = future.get_args();
-  async_transfer(Direction::read, base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s);
+  async_transfer(
+    Direction::read, base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s, future.error_);
   return future;
 }
 
@@ -506,7 +534,8 @@ StreamFuture FileHandle::write_async(
 {
   StreamFuture future{devPtr_base, size, file_offset, devPtr_offset, stream};
   auto [base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s] = future.get_args();
-  async_transfer(Direction::write, base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s);
+  async_transfer(
+    Direction::write, base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s, future.error_);
   return future;
 }
 

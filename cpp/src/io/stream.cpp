@@ -48,6 +48,7 @@ std::size_t StreamFuture::check_bytes_done()
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream_));
     synchronized_ = true;
   }
+  if (error_ && *error_) { std::rethrow_exception(*error_); }
   KVIKIO_EXPECT(
     args_->bytes_done >= 0,
     "asynchronous I/O failed with " + std::to_string(args_->bytes_done) + " (" +

@@ -16,6 +16,8 @@
 
 #include <cstddef>
 
+#include <cuda.h>
+
 namespace kvikio::detail {
 
 /// @brief The page size that O_DIRECT offsets, sizes and addresses are aligned to.
@@ -44,7 +46,8 @@ std::size_t posix_host_write(
 
 /**
  * @brief Reads into device memory at `devPtr_base + devPtr_offset`, in the current context,
- * through a pinned bounce buffer and this thread's stream.
+ * through a pinned bounce buffer and this thread's stream. With `after`, every copy waits for
+ * that event first (stream-ordered callers).
  */
 std::size_t posix_device_read(int fd,
                               void* devPtr_base,
@@ -52,7 +55,8 @@ std::size_t posix_device_read(int fd,
                               std::size_t file_offset,
                               std::size_t devPtr_offset,
                               int fd_direct = -1,
-                              bool overread = false);
+                              bool overread = false,
+                              CUevent after = nullptr);
 
 /// @brief Writes from device memory; the counterpart of posix_device_read().
 std::size_t posix_device_write(int fd,
@@ -60,6 +64,7 @@ std::size_t posix_device_write(int fd,
                                std::size_t size,
                                std::size_t file_offset,
                                std::size_t devPtr_offset,
-                               int fd_direct = -1);
+                               int fd_direct = -1,
+                               CUevent after = nullptr);
 
 }  // namespace kvikio::detail

@@ -173,7 +173,8 @@ std::size_t device_io(Op op,
                       std::size_t size,
                       std::size_t file_offset,
                       int fd_direct,
-                      bool overread)
+                      bool overread,
+                      CUevent after)
 {
   if (size == 0) { return 0; }
   CUcontext ctx{};
@@ -181,6 +182,10 @@ std::size_t device_io(Op op,
   KVIKIO_EXPECT(
     ctx != nullptr, "device-memory I/O needs a current CUDA context", std::invalid_argument);
   CUstream const stream = stream_for_this_thread(ctx);
+  // Stream-ordered callers: every copy comes after the work their stream had when they called.
+  if (after != nullptr) {
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamWaitEvent(stream, after, 0));
+  }
   BounceBufferRing<> ring{defaults::num_bounce_buffers()};
   std::size_t const chunk = ring.slot_size();
   if (op == Op::read) {
@@ -258,7 +263,8 @@ std::size_t posix_device_read(int fd,
                               std::size_t file_offset,
                               std::size_t devPtr_offset,
                               int fd_direct,
-                              bool overread)
+                              bool overread,
+                              CUevent after)
 {
   KVIKIO_NVTX_FUNC_RANGE();
   return device_io(Op::read,
@@ -267,7 +273,8 @@ std::size_t posix_device_read(int fd,
                    size,
                    file_offset,
                    fd_direct,
-                   overread);
+                   overread,
+                   after);
 }
 
 std::size_t posix_device_write(int fd,
@@ -275,7 +282,8 @@ std::size_t posix_device_write(int fd,
                                std::size_t size,
                                std::size_t file_offset,
                                std::size_t devPtr_offset,
-                               int fd_direct)
+                               int fd_direct,
+                               CUevent after)
 {
   KVIKIO_NVTX_FUNC_RANGE();
   return device_io(Op::write,
@@ -284,7 +292,8 @@ std::size_t posix_device_write(int fd,
                    size,
                    file_offset,
                    fd_direct,
-                   false);
+                   false,
+                   after);
 }
 
 }  // namespace kvikio::detail

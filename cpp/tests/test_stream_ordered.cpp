@@ -1,0 +1,242 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Stream-ordered read_async/write_async on the thread pool (compat mode): the bytes land after
+ * the stream's earlier work and before its later work, the caller is never blocked, failures
+ * reach the StreamFuture and never leave the stream waiting. Both ways of making the stream
+ * wait (stream memory operations, host functions) run under the simulator (slowed down, so that
+ * a missing order shows) and on the GPU.
+ */
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/detail/stream_ordered.hpp>
+#include <kvikio/file_handle.hpp>
+
+#include "common/device.hpp"
+#include "common/temp_dir.hpp"
+
+using kvikio::FileHandle;
+using kvikio::detail::StreamWaitKind;
+using kvikio::test::api;
+using kvikio::test::pattern;
+
+namespace {
+
+constexpr std::uint8_t poison = 0xEE;
+constexpr std::size_t guard   = 64;
+
+std::string name(StreamWaitKind kind)
+{
+  return kind == StreamWaitKind::stream_memops ? "StreamMemOps" : "HostFunction";
+}
+
+}  // namespace
+
+namespace kvikio::detail {
+// Readable test names in ctest (gtest prints parameters with this).
+void PrintTo(StreamWaitKind kind, std::ostream* os) { *os << name(kind); }
+}  // namespace kvikio::detail
+
+namespace {
+
+class StreamOrdered : public kvikio::test::OnDevice,
+                      public ::testing::WithParamInterface<StreamWaitKind> {
+ protected:
+  void SetUp() override
+  {
+    OnDevice::SetUp();
+    if (IsSkipped()) { return; }
+    kvikio::defaults::set_compat_mode(kvikio::CompatMode::ON);
+    kvikio::defaults::set_thread_pool_nthreads(4);
+    kvikio::defaults::set_task_size(1 << 20);
+    kvikio::defaults::set_bounce_buffer_size(1 << 20);  // 256 KiB slots: several per task
+    kvikio::detail::force_stream_wait_kind(GetParam());
+    kvikio::test::write_file(path_, content_);
+  }
+  void TearDown() override
+  {
+    kvikio::detail::force_stream_wait_kind(std::nullopt);
+    OnDevice::TearDown();
+  }
+  kvikio::test::TempDir dir_;
+  std::string path_                  = dir_.file("data");
+  std::vector<std::uint8_t> content_ = pattern((3 << 20) + 333, 81);
+};
+
+TEST_P(StreamOrdered, ReadLandsBetweenEarlierAndLaterWork)
+{
+  std::size_t const size = content_.size() - 5;
+  kvikio::test::DeviceBuffer dev{size + 2 * guard};
+  kvikio::test::PinnedBuffer fill{size + 2 * guard};
+  kvikio::test::PinnedBuffer out{size + 2 * guard};
+  std::memset(fill.ptr, poison, fill.size);
+  std::memset(out.ptr, 0, out.size);
+  kvikio::test::Stream stream;
+  FileHandle f{path_, "r"};
+  // Earlier work fills the destination; later work copies it out. Only the stream orders them.
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoDAsync(dev.ptr, fill.ptr, fill.size, stream.handle));
+  auto future = f.read_async(dev.get(), size, 5, guard, stream.handle);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoHAsync(out.ptr, dev.ptr, out.size, stream.handle));
+  EXPECT_EQ(future.check_bytes_done(), size);
+  ASSERT_EQ(0, std::memcmp(out.bytes() + guard, content_.data() + 5, size))
+    << "the read did not land between the stream's earlier and later work";
+  for (std::size_t i = 0; i < guard; ++i) {
+    ASSERT_EQ(out.bytes()[i], poison);
+    ASSERT_EQ(out.bytes()[guard + size + i], poison);
+  }
+  EXPECT_EQ(kvikio::detail::last_stream_wait_kind(), GetParam());
+}
+
+TEST_P(StreamOrdered, WriteWritesWhatEarlierWorkLeft)
+{
+  auto const fresh = pattern(content_.size(), 82);
+  kvikio::test::DeviceBuffer dev{fresh.size()};
+  kvikio::test::PinnedBuffer src{fresh.size()};
+  std::memcpy(src.ptr, fresh.data(), fresh.size());
+  kvikio::test::Stream stream;
+  {
+    FileHandle f{path_, "r+"};
+    KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoDAsync(dev.ptr, src.ptr, src.size, stream.handle));
+    auto future = f.write_async(dev.get(), fresh.size(), 0, 0, stream.handle);
+    EXPECT_EQ(future.check_bytes_done(), fresh.size());
+  }
+  EXPECT_EQ(kvikio::test::read_file(path_), fresh)
+    << "the write did not wait for the stream's earlier work";
+}
+
+// The stream is held up by a host function until the test releases it, after read_async has
+// returned: a read_async that waited for the stream would hold the release back for 10 s.
+TEST_P(StreamOrdered, CallerIsNotBlocked)
+{
+  struct Gate {
+    std::promise<void> opened;
+    std::atomic<bool> timed_out{false};
+  } gate;
+  auto opened = gate.opened.get_future().share();
+  struct Held {
+    std::shared_future<void> opened;
+    Gate* gate;
+  } held{opened, &gate};
+  kvikio::test::DeviceBuffer dev{content_.size()};
+  kvikio::test::Stream stream;
+  KVIKIO_CUDA_DRIVER_TRY(api().LaunchHostFunc(
+    stream.handle,
+    [](void* user) {
+      auto* h = static_cast<Held*>(user);
+      if (h->opened.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+        h->gate->timed_out = true;
+      }
+    },
+    &held));
+  FileHandle f{path_, "r"};
+  auto future = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
+  gate.opened.set_value();
+  EXPECT_EQ(future.check_bytes_done(), content_.size());
+  EXPECT_FALSE(gate.timed_out) << "read_async waited for the stream before returning";
+  std::vector<std::uint8_t> back(content_.size());
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  EXPECT_EQ(back, content_);
+}
+
+TEST_P(StreamOrdered, BackToBackReadsOnOneStream)
+{
+  std::size_t const piece = 300000;
+  std::size_t const n     = content_.size() / piece;
+  kvikio::test::DeviceBuffer dev{n * piece};
+  kvikio::test::Stream stream;
+  FileHandle f{path_, "r"};
+  std::vector<kvikio::StreamFuture> futures;
+  for (std::size_t i = 0; i < n; ++i) {  // in reverse file order, into forward device order
+    futures.push_back(f.read_async(dev.get(),
+                                   piece,
+                                   static_cast<off_t>((n - 1 - i) * piece),
+                                   static_cast<off_t>(i * piece),
+                                   stream.handle));
+  }
+  for (auto& fut : futures) {
+    EXPECT_EQ(fut.check_bytes_done(), piece);
+  }
+  std::vector<std::uint8_t> back(n * piece);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(0, std::memcmp(back.data() + i * piece, content_.data() + (n - 1 - i) * piece, piece))
+      << "piece " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Waits,
+                         StreamOrdered,
+                         ::testing::Values(StreamWaitKind::stream_memops,
+                                           StreamWaitKind::host_function),
+                         [](auto const& info) { return name(info.param); });
+
+// Run by ctest with a CUDASIM_FAIL rule (the test says which); skipped otherwise.
+class Injected : public kvikio::test::OnDevice {
+ protected:
+  void SetUp() override
+  {
+    if (std::getenv("CUDASIM_FAIL") == nullptr) {
+      GTEST_SKIP() << "runs with CUDASIM_FAIL set (ctest)";
+    }
+    OnDevice::SetUp();
+    kvikio::defaults::set_compat_mode(kvikio::CompatMode::ON);
+    kvikio::defaults::set_thread_pool_nthreads(2);
+    kvikio::defaults::set_task_size(1 << 20);
+    kvikio::test::write_file(path_, content_);
+  }
+  kvikio::test::TempDir dir_;
+  std::string path_                  = dir_.file("data");
+  std::vector<std::uint8_t> content_ = pattern((2 << 20) + 1, 83);
+};
+
+// CUDASIM_FAIL=cuMemcpyHtoDAsync:2:CUDA_ERROR_INVALID_VALUE: a task's copy fails. The future
+// reports it, the stream is released (check_bytes_done returns), the next read works.
+TEST_F(Injected, CopyFailureIsReportedAndReleasesTheStream)
+{
+  kvikio::test::DeviceBuffer dev{content_.size()};
+  kvikio::test::Stream stream;
+  FileHandle f{path_, "r"};
+  auto failing = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
+  try {
+    (void)failing.check_bytes_done();
+    FAIL() << "the injected failure was not reported";
+  } catch (std::exception const& e) {
+    EXPECT_NE(std::string{e.what()}.find("CUDA_ERROR_INVALID_VALUE"), std::string::npos)
+      << e.what();
+  }
+  auto again = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
+  EXPECT_EQ(again.check_bytes_done(), content_.size());
+  std::vector<std::uint8_t> back(content_.size());
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  EXPECT_EQ(back, content_);
+}
+
+// CUDASIM_FAIL=cuStreamWaitValue32:1:CUDA_ERROR_NOT_SUPPORTED: a driver without stream memory
+// operations. The read still lands in order, through a host function, and later ones use that.
+TEST_F(Injected, WithoutStreamMemOpsAHostFunctionWaits)
+{
+  kvikio::test::DeviceBuffer dev{content_.size()};
+  kvikio::test::Stream stream;
+  FileHandle f{path_, "r"};
+  for (int i = 0; i < 2; ++i) {
+    auto future = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
+    EXPECT_EQ(future.check_bytes_done(), content_.size());
+    EXPECT_EQ(kvikio::detail::last_stream_wait_kind(), StreamWaitKind::host_function);
+  }
+  std::vector<std::uint8_t> back(content_.size());
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  EXPECT_EQ(back, content_);
+}
+
+}  // namespace
