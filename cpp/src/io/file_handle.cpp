@@ -437,26 +437,17 @@ void FileHandle::async_transfer(Direction dir,
                 std::string{what} + ": null argument pointer",
                 std::invalid_argument);
   if (!compat_.is_compat_mode_preferred_for_async()) {
-    auto& api = cuFileAPI::instance();
-    if (reading) {
-      KVIKIO_CUFILE_TRY(api.ReadAsync(compat_.cufile_handle(),
-                                      devPtr_base,
-                                      size_p,
-                                      file_offset_p,
-                                      devPtr_offset_p,
-                                      bytes_p,
-                                      stream));
-      return;
-    }
-    // The size is known now; the file will have grown once the stream gets there.
-    grew_to(static_cast<std::size_t>(*file_offset_p) + *size_p);
-    KVIKIO_CUFILE_TRY(api.WriteAsync(compat_.cufile_handle(),
-                                     devPtr_base,
-                                     size_p,
-                                     file_offset_p,
-                                     devPtr_offset_p,
-                                     bytes_p,
-                                     stream));
+    // The size is known now; a write's file will have grown once the stream gets there.
+    if (!reading) { grew_to(static_cast<std::size_t>(*file_offset_p) + *size_p); }
+    auto& api        = cuFileAPI::instance();
+    auto const async = reading ? api.ReadAsync : api.WriteAsync;
+    KVIKIO_CUFILE_TRY(async(compat_.cufile_handle(),
+                            devPtr_base,
+                            size_p,
+                            file_offset_p,
+                            devPtr_offset_p,
+                            bytes_p,
+                            stream));
     return;
   }
   // Stream-ordered on the thread pool. The arguments are read now, when the tasks are planned
