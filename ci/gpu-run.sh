@@ -57,4 +57,11 @@ if [[ ${BENCH:-0} == 1 ]]; then
     rm -f /tmp/kvikio-bench-w.bin
   fi
 fi
+# Stream-ordered reads (ASYNC_BENCH=1): N read_async on one stream against pread().get().
+if [[ ${ASYNC_BENCH:-0} == 1 ]]; then
+  timeout 300 build/release/cpp/benchmarks/kvikio_bench local read --file /tmp/kvikio-async.bin \
+    --size 4GiB --threads 1,4,8,16 --task-size 4MiB --mem device --api async --async-reads 8 \
+    --repeat 3 --create --json "$OUT/async-bench.jsonl" 2>&1 | tee -a "$OUT/async-bench.log" || status=1
+  rm -f /tmp/kvikio-async.bin
+fi
 exit $status
