@@ -70,7 +70,7 @@ sanitizer_suites() {
   run_suite asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:check_initialization_order=1 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
   step "Suite under ThreadSanitizer"
-  run_suite tsan TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  run_suite tsan TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/ci/tsan.supp
 }
 
 case "$command" in

@@ -244,7 +244,8 @@ std::size_t FileHandle::device_transfer(Direction dir,
                                         std::size_t file_offset,
                                         std::size_t devPtr_offset,
                                         bool sync_default_stream,
-                                        CUevent after)
+                                        CUevent after,
+                                        BounceBufferPool<>::Buffer* staging)
 {
   PushAndPopContext const context{ctx};
   // Work queued on the legacy default stream (which KvikIO's streams do not wait for) lands first.
@@ -264,9 +265,10 @@ std::size_t FileHandle::device_transfer(Direction dir,
                                                 devPtr_offset,
                                                 direct,
                                                 defaults::auto_direct_io_read_overread(),
-                                                after)
+                                                after,
+                                                staging)
                     : detail::posix_device_write(
-                        fd_, devPtr_base, size, file_offset, devPtr_offset, direct, after);
+                        fd_, devPtr_base, size, file_offset, devPtr_offset, direct, after, staging);
   } else {
     // cuFile's synchronous calls take no stream: a stream-ordered caller's order is kept by
     // waiting here, on a worker thread.
@@ -467,9 +469,21 @@ void FileHandle::async_transfer(Direction dir,
   std::vector<detail::StreamOrderedTask> tasks;
   for (std::size_t done = 0; done < size; done += task) {
     std::size_t const n = std::min(task, size - done);
+    // Each task's staging buffer is taken now, before the stream waits for the tasks: pinning
+    // memory synchronises with the device, which a task must never do while its stream waits
+    // for it (on the H100 a host-function wait deadlocked that way).
+    auto staging =
+      std::make_shared<BounceBufferPool<>::Buffer>(BounceBufferPool<>::instance().get());
     tasks.emplace_back([=, this](CUevent after) {
-      return device_transfer(
-        dir, ctx, devPtr_base, n, file_offset + done, devPtr_offset + done, false, after);
+      return device_transfer(dir,
+                             ctx,
+                             devPtr_base,
+                             n,
+                             file_offset + done,
+                             devPtr_offset + done,
+                             false,
+                             after,
+                             staging.get());
     });
   }
   detail::run_stream_ordered(

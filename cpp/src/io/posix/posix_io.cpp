@@ -174,7 +174,8 @@ std::size_t device_io(Op op,
                       std::size_t file_offset,
                       int fd_direct,
                       bool overread,
-                      CUevent after)
+                      CUevent after,
+                      BounceBufferPool<>::Buffer* staging)
 {
   if (size == 0) { return 0; }
   CUcontext ctx{};
@@ -186,7 +187,9 @@ std::size_t device_io(Op op,
   if (after != nullptr) {
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamWaitEvent(stream, after, 0));
   }
-  BounceBufferRing<> ring{defaults::num_bounce_buffers()};
+  BounceBufferRing<> ring =
+    staging != nullptr ? BounceBufferRing<>{defaults::num_bounce_buffers(), std::move(*staging)}
+                       : BounceBufferRing<>{defaults::num_bounce_buffers()};
   std::size_t const chunk = ring.slot_size();
   if (op == Op::read) {
     for (std::size_t done = 0; done < size;) {
@@ -264,7 +267,8 @@ std::size_t posix_device_read(int fd,
                               std::size_t devPtr_offset,
                               int fd_direct,
                               bool overread,
-                              CUevent after)
+                              CUevent after,
+                              BounceBufferPool<>::Buffer* staging)
 {
   KVIKIO_NVTX_FUNC_RANGE();
   return device_io(Op::read,
@@ -274,7 +278,8 @@ std::size_t posix_device_read(int fd,
                    file_offset,
                    fd_direct,
                    overread,
-                   after);
+                   after,
+                   staging);
 }
 
 std::size_t posix_device_write(int fd,
@@ -283,7 +288,8 @@ std::size_t posix_device_write(int fd,
                                std::size_t file_offset,
                                std::size_t devPtr_offset,
                                int fd_direct,
-                               CUevent after)
+                               CUevent after,
+                               BounceBufferPool<>::Buffer* staging)
 {
   KVIKIO_NVTX_FUNC_RANGE();
   return device_io(Op::write,
@@ -293,7 +299,8 @@ std::size_t posix_device_write(int fd,
                    file_offset,
                    fd_direct,
                    false,
-                   after);
+                   after,
+                   staging);
 }
 
 }  // namespace kvikio::detail
