@@ -7,12 +7,15 @@
  * wait (stream memory operations, host functions) run under the simulator (slowed down, so that
  * a missing order shows) and on the GPU.
  */
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <future>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -175,6 +178,57 @@ TEST_P(StreamOrdered, BackToBackReadsOnOneStream)
   }
 }
 
+// The only pool thread is busy for a while after the call: the stream must wait for the data
+// to be read into the staging slots before it copies them.
+TEST_P(StreamOrdered, CopiesWaitForTheData)
+{
+  kvikio::defaults::set_thread_pool_nthreads(1);
+  std::promise<void> release;
+  auto busy = kvikio::defaults::thread_pool().submit_task(
+    [gate = release.get_future().share()] { gate.wait(); });
+  kvikio::test::DeviceBuffer dev{content_.size()};
+  kvikio::test::Stream stream;
+  FileHandle f{path_, "r"};
+  auto future = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // room for a stream that won't wait
+  release.set_value();
+  busy.get();
+  EXPECT_EQ(future.check_bytes_done(), content_.size());
+  std::vector<std::uint8_t> back(content_.size());
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  EXPECT_EQ(back, content_) << "the stream copied staging slots before they were filled";
+}
+
+// The file shrinks between the call and the tasks (the only pool thread is busy until then):
+// the tasks' short reads fail the operation, the future says so, the stream is released.
+TEST_P(StreamOrdered, FailedTaskIsReportedAndReleasesTheStream)
+{
+  kvikio::defaults::set_thread_pool_nthreads(1);
+  std::promise<void> release;
+  auto busy = kvikio::defaults::thread_pool().submit_task(
+    [gate = release.get_future().share()] { gate.wait(); });
+  kvikio::test::DeviceBuffer dev{content_.size()};
+  kvikio::test::Stream stream;
+  FileHandle f{path_, "r"};
+  auto future = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
+  ASSERT_EQ(::truncate(path_.c_str(), 1000), 0);
+  release.set_value();
+  busy.get();
+  try {
+    (void)future.check_bytes_done();
+    FAIL() << "a read of a truncated file succeeded";
+  } catch (std::out_of_range const& e) {  // as the task threw it
+    EXPECT_NE(std::string{e.what()}.find("past the end"), std::string::npos) << e.what();
+  }
+  kvikio::test::write_file(path_, content_);  // and the next operation works
+  FileHandle g{path_, "r"};
+  auto again = g.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
+  EXPECT_EQ(again.check_bytes_done(), content_.size());
+  std::vector<std::uint8_t> back(content_.size());
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  EXPECT_EQ(back, content_);
+}
+
 INSTANTIATE_TEST_SUITE_P(Waits,
                          StreamOrdered,
                          ::testing::Values(StreamWaitKind::stream_memops,
@@ -200,15 +254,16 @@ class Injected : public kvikio::test::OnDevice {
   std::vector<std::uint8_t> content_ = pattern((2 << 20) + 1, 83);
 };
 
-// CUDASIM_FAIL=cuMemcpyHtoDAsync:2:CUDA_ERROR_INVALID_VALUE: a task's copy fails. The future
-// reports it, the stream is released (check_bytes_done returns), the next read works.
+// CUDASIM_FAIL=cuMemcpyHtoDAsync:2:CUDA_ERROR_INVALID_VALUE: enqueuing a copy fails half-way.
+// The error is reported, the stream is not left waiting, the next read works.
 TEST_F(Injected, CopyFailureIsReportedAndReleasesTheStream)
 {
   kvikio::test::DeviceBuffer dev{content_.size()};
   kvikio::test::Stream stream;
   FileHandle f{path_, "r"};
-  auto failing = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
   try {
+    // The copies are enqueued by read_async itself: the failure may surface there.
+    auto failing = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
     (void)failing.check_bytes_done();
     FAIL() << "the injected failure was not reported";
   } catch (std::exception const& e) {

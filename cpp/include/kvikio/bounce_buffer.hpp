@@ -117,9 +117,6 @@ class BounceBufferRing {
  public:
   /// @throws std::invalid_argument if `num_slots` is 0; what the pool and driver throw.
   explicit BounceBufferRing(std::size_t num_slots);
-  /// @brief A ring over `buffer`, taken from the pool beforehand (stream-ordered callers take
-  /// theirs before their stream waits, so that no task pins memory while it does).
-  BounceBufferRing(std::size_t num_slots, typename BounceBufferPool<Allocator>::Buffer buffer);
   ~BounceBufferRing() noexcept;
   BounceBufferRing(BounceBufferRing const&)            = delete;
   BounceBufferRing& operator=(BounceBufferRing const&) = delete;

@@ -21,7 +21,6 @@
 #include <cuda.h>
 
 #include <kvikio/compat_mode.hpp>
-#include <kvikio/bounce_buffer.hpp>
 #include <kvikio/compat_mode_manager.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/stream.hpp>
@@ -186,9 +185,7 @@ class FileHandle {
                               std::size_t size,
                               std::size_t file_offset,
                               std::size_t devPtr_offset,
-                              bool sync_default_stream,
-                              CUevent after                       = nullptr,
-                              BounceBufferPool<>::Buffer* staging = nullptr);
+                              bool sync_default_stream);
   // The body of read_async() and write_async().
   // `error`, if given, receives a failure of the stream-ordered tasks (a StreamFuture's).
   void async_transfer(Direction dir,

@@ -128,14 +128,7 @@ template class BounceBufferPool<CudaPinnedAllocator>;
 
 template <typename Allocator>
 BounceBufferRing<Allocator>::BounceBufferRing(std::size_t num_slots)
-  : BounceBufferRing(num_slots, BounceBufferPool<Allocator>::instance().get())
-{
-}
-
-template <typename Allocator>
-BounceBufferRing<Allocator>::BounceBufferRing(std::size_t num_slots,
-                                              typename BounceBufferPool<Allocator>::Buffer buffer)
-  : buffer_{std::move(buffer)}, slot_size_{0}, current_{0}
+  : buffer_{BounceBufferPool<Allocator>::instance().get()}, slot_size_{0}, current_{0}
 {
   KVIKIO_EXPECT(
     num_slots > 0, "BounceBufferRing: the number of slots must be positive", std::invalid_argument);

@@ -243,9 +243,7 @@ std::size_t FileHandle::device_transfer(Direction dir,
                                         std::size_t size,
                                         std::size_t file_offset,
                                         std::size_t devPtr_offset,
-                                        bool sync_default_stream,
-                                        CUevent after,
-                                        BounceBufferPool<>::Buffer* staging)
+                                        bool sync_default_stream)
 {
   PushAndPopContext const context{ctx};
   // Work queued on the legacy default stream (which KvikIO's streams do not wait for) lands first.
@@ -264,15 +262,10 @@ std::size_t FileHandle::device_transfer(Direction dir,
                                                 file_offset,
                                                 devPtr_offset,
                                                 direct,
-                                                defaults::auto_direct_io_read_overread(),
-                                                after,
-                                                staging)
+                                                defaults::auto_direct_io_read_overread())
                     : detail::posix_device_write(
-                        fd_, devPtr_base, size, file_offset, devPtr_offset, direct, after, staging);
+                        fd_, devPtr_base, size, file_offset, devPtr_offset, direct);
   } else {
-    // cuFile's synchronous calls take no stream: a stream-ordered caller's order is kept by
-    // waiting here, on a worker thread.
-    if (after != nullptr) { KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().EventSynchronize(after)); }
     auto& api         = cuFileAPI::instance();
     auto const offset = static_cast<off_t>(file_offset);
     auto const dev    = static_cast<off_t>(devPtr_offset);
@@ -462,32 +455,27 @@ void FileHandle::async_transfer(Direction dir,
     *bytes_p = 0;
     return;
   }
-  CUcontext const ctx = get_context_from_pointer(devPtr_base);
-  PushAndPopContext const context{ctx};
+  PushAndPopContext const context{get_context_from_pointer(devPtr_base)};
   ThreadPool* const pool = pool_for(&defaults::thread_pool());
+  // One contiguous range per pool thread, as pread cuts device transfers.
   std::size_t const task = device_task_size(size, defaults::task_size(), *pool);
-  std::vector<detail::StreamOrderedTask> tasks;
+  std::vector<detail::StreamOrderedRange> ranges;
+  auto const base = convert_void2deviceptr(devPtr_base) + devPtr_offset;
   for (std::size_t done = 0; done < size; done += task) {
-    std::size_t const n = std::min(task, size - done);
-    // Each task's staging buffer is taken now, before the stream waits for the tasks: pinning
-    // memory synchronises with the device, which a task must never do while its stream waits
-    // for it (on the H100 a host-function wait deadlocked that way).
-    auto staging =
-      std::make_shared<BounceBufferPool<>::Buffer>(BounceBufferPool<>::instance().get());
-    tasks.emplace_back([=, this](CUevent after) {
-      return device_transfer(dir,
-                             ctx,
-                             devPtr_base,
-                             n,
-                             file_offset + done,
-                             devPtr_offset + done,
-                             false,
-                             after,
-                             staging.get());
-    });
+    ranges.push_back({base + done, std::min(task, size - done), file_offset + done});
   }
+  int const direct = (reading ? defaults::auto_direct_io_read() : defaults::auto_direct_io_write())
+                       ? fd_direct_
+                       : -1;
   detail::run_stream_ordered(
-    stream, std::move(tasks), *pool, [bytes_p, error, what](ssize_t bytes, std::exception_ptr e) {
+    stream,
+    reading,
+    ranges,
+    [this, dir, direct](void* host, std::size_t n, std::size_t offset) {
+      return host_transfer(dir, static_cast<std::byte*>(host), n, offset, direct);
+    },
+    *pool,
+    [bytes_p, error, what](ssize_t bytes, std::exception_ptr e) {
       *bytes_p = bytes;
       if (!e) { return; }
       if (error) {

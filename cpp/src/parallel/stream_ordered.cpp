@@ -3,66 +3,99 @@
  */
 #include <kvikio/detail/stream_ordered.hpp>
 
+#include <algorithm>
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <thread>
 #include <utility>
 
+#include <kvikio/bounce_buffer.hpp>
+#include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/posix_io.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/event.hpp>
 #include <kvikio/shim/cuda.hpp>
+#include <kvikio/utils.hpp>
 
 namespace kvikio::detail {
 namespace {
 
+using Word = std::atomic<std::uint32_t>;
+
+struct Flag {
+  Word* host;
+  CUdeviceptr device;
+};
+
 /**
- * Pinned, device-mapped 32-bit flags for cuStreamWaitValue32. A flag is reused only once the
- * stream that waited on it has gone past the wait (an event recorded after the wait says so),
- * since another operation setting it early would release that stream too soon.
+ * Pinned, device-mapped 32-bit flags, and the retirement of what an operation's stream still
+ * uses after its tasks ended: its flags (set early by a next user, a flag would release that
+ * stream too soon) and its staging buffers (the stream's last copies read or write them). Both
+ * are released once an event recorded after the operation's last wait has completed: checked
+ * when flags are taken and by reclaim().
  */
 class FlagPool {
  public:
-  struct Flag {
-    std::atomic<std::uint32_t>* host;
-    CUdeviceptr device;
-  };
-
   static FlagPool& instance()
   {
     static auto* const pool = new FlagPool();  // never destroyed: streams may still read flags
     return *pool;
   }
 
-  /// A flag set to 0. The caller has pushed a context.
-  Flag get()
+  /// `n` flags set to 0. The caller has pushed a context.
+  std::vector<Flag> get(std::size_t n)
   {
     std::lock_guard const lock{mutex_};
-    for (auto it = waiting_.begin(); it != waiting_.end();) {
-      if (it->second.is_done()) {
-        free_.push_back(it->first);
-        it = waiting_.erase(it);
+    reclaim_locked();
+    while (free_.size() < n) {
+      grow();
+    }
+    std::vector<Flag> out(free_.end() - static_cast<std::ptrdiff_t>(n), free_.end());
+    free_.resize(free_.size() - n);
+    for (auto const& f : out) {
+      f.host->store(0, std::memory_order_relaxed);
+    }
+    return out;
+  }
+
+  /// `flags` and `buffers` are released once `passed` has completed.
+  void retire(std::vector<Flag> flags,
+              std::vector<BounceBufferPool<>::Buffer> buffers,
+              Event passed)
+  {
+    std::lock_guard const lock{mutex_};
+    retired_.push_back(Retired{std::move(flags), std::move(buffers), std::move(passed)});
+  }
+
+  void reclaim()
+  {
+    std::lock_guard const lock{mutex_};
+    reclaim_locked();
+  }
+
+ private:
+  struct Retired {
+    std::vector<Flag> flags;
+    std::vector<BounceBufferPool<>::Buffer> buffers;
+    Event passed;
+  };
+  void reclaim_locked()
+  {
+    for (auto it = retired_.begin(); it != retired_.end();) {
+      if (it->passed.is_done()) {
+        free_.insert(free_.end(), it->flags.begin(), it->flags.end());
+        it = retired_.erase(it);  // the buffers go back to their pool
       } else {
         ++it;
       }
     }
-    if (free_.empty()) { grow(); }
-    Flag const flag = free_.back();
-    free_.pop_back();
-    flag.host->store(0, std::memory_order_relaxed);
-    return flag;
   }
 
-  /// `flag` can be reused once `passed` (recorded after the wait) has completed.
-  void put(Flag flag, Event passed)
-  {
-    std::lock_guard const lock{mutex_};
-    waiting_.emplace_back(flag, std::move(passed));
-  }
-
- private:
   void grow()
   {
     constexpr std::size_t page = 4096;
@@ -71,15 +104,15 @@ class FlagPool {
       &mem, page, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
     CUdeviceptr dev{};
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().MemHostGetDevicePointer(&dev, mem, 0));
-    auto* words = static_cast<std::atomic<std::uint32_t>*>(mem);
-    for (std::size_t i = 0; i < page / sizeof(std::uint32_t); ++i) {
-      new (words + i) std::atomic<std::uint32_t>{0};
-      free_.push_back(Flag{words + i, dev + i * sizeof(std::uint32_t)});
+    auto* words = static_cast<Word*>(mem);
+    for (std::size_t i = 0; i < page / sizeof(Word); ++i) {
+      new (words + i) Word{0};
+      free_.push_back(Flag{words + i, dev + i * sizeof(Word)});
     }
   }
   std::mutex mutex_;
   std::vector<Flag> free_;
-  std::vector<std::pair<Flag, Event>> waiting_;
+  std::vector<Retired> retired_;
 };
 
 std::mutex kind_mutex;
@@ -87,19 +120,58 @@ std::optional<StreamWaitKind> forced_kind;
 std::optional<StreamWaitKind> last_kind;
 bool memops_refused = false;  // the driver said CUDA_ERROR_NOT_SUPPORTED once: stop asking
 
+/// Waits on the host until the stream (or a task) has set `word`: spins briefly, then sleeps.
+void wait_host(Word const* word) noexcept
+{
+  for (int i = 0; word->load(std::memory_order_acquire) == 0; ++i) {
+    if (i < 1000) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+}
+
+void set_host(Word* word) noexcept { word->store(1, std::memory_order_release); }
+
+/// The stream's side of the flags: stream memory operations, or host functions.
+class StreamSide {
+ public:
+  StreamSide(CUstream stream, StreamWaitKind kind) : stream_{stream}, kind_{kind} {}
+  /// The stream goes on once `flag` is set.
+  CUresult wait(Flag flag)
+  {
+    if (kind_ == StreamWaitKind::stream_memops) {
+      return cudaAPI::instance().StreamWaitValue32(
+        stream_, flag.device, 1, CU_STREAM_WAIT_VALUE_GEQ);
+    }
+    return cudaAPI::instance().LaunchHostFunc(
+      stream_, [](void* w) { wait_host(static_cast<Word*>(w)); }, flag.host);
+  }
+  /// The stream sets `flag` when it gets there.
+  CUresult signal(Flag flag)
+  {
+    if (kind_ == StreamWaitKind::stream_memops) {
+      return cudaAPI::instance().StreamWriteValue32(stream_, flag.device, 1, 0);
+    }
+    return cudaAPI::instance().LaunchHostFunc(
+      stream_, [](void* w) { set_host(static_cast<Word*>(w)); }, flag.host);
+  }
+
+ private:
+  CUstream stream_;
+  StreamWaitKind kind_;
+};
+
 /// What the tasks of one operation share.
 struct Operation {
   std::mutex mutex;
-  std::condition_variable ended_cv;
-  std::size_t remaining;
+  std::size_t remaining{0};
   std::size_t bytes{0};
   std::exception_ptr error;
-  bool ended{false};
   std::function<void(ssize_t, std::exception_ptr)> on_done;
-  std::optional<FlagPool::Flag> flag;  // stream_memops
-  std::optional<Event> start;          // recorded on the caller's stream
+  Flag done_flag{};
 
-  /// Called by each task as it ends; the last one reports and releases the stream.
   void task_ended(std::size_t moved, std::exception_ptr task_error) noexcept
   {
     std::unique_lock lock{mutex};
@@ -111,24 +183,24 @@ struct Operation {
     } catch (std::exception const& e) {
       KVIKIO_LOG_ERROR("stream-ordered I/O: reporting the result failed: ", e.what());
     }
-    ended = true;
-    if (flag) { flag->host->store(1, std::memory_order_release); }
-    lock.unlock();
-    ended_cv.notify_all();
+    set_host(done_flag.host);  // the stream's last wait
   }
 };
 
-void host_function_waits(void* user)
-{
-  auto* op = static_cast<std::shared_ptr<Operation>*>(user);
-  {
-    std::unique_lock lock{(*op)->mutex};
-    (*op)->ended_cv.wait(lock, [&] { return (*op)->ended; });
-  }
-  delete op;
-}
+/// One chunk: its device memory, size, file offset, staging slot and flags.
+struct Chunk {
+  CUdeviceptr device;
+  std::size_t size;
+  std::size_t file_offset;
+  void* slot;
+  Flag host_side;         // reads: the slot is filled; writes: the slot is written to the file
+  Flag stream_side;       // the stream's copy of the chunk is done
+  std::size_t reuses{0};  // 1 + index of the chunk that used the slot before, 0 if none
+};
 
 }  // namespace
+
+void reclaim_stream_ordered() { FlagPool::instance().reclaim(); }
 
 void force_stream_wait_kind(std::optional<StreamWaitKind> kind) noexcept
 {
@@ -143,20 +215,48 @@ std::optional<StreamWaitKind> last_stream_wait_kind() noexcept
 }
 
 void run_stream_ordered(CUstream stream,
-                        std::vector<StreamOrderedTask> tasks,
+                        bool to_device,
+                        std::vector<StreamOrderedRange> const& ranges,
+                        StreamOrderedHostIo host_io,
                         ThreadPool& pool,
                         std::function<void(ssize_t bytes, std::exception_ptr error)> on_done)
 {
-  auto& api     = cudaAPI::instance();
-  auto op       = std::make_shared<Operation>();
-  op->remaining = tasks.size();
-  op->on_done   = std::move(on_done);
-  if (tasks.empty()) {
+  auto op     = std::make_shared<Operation>();
+  op->on_done = std::move(on_done);
+  // Chunks of a slot each, in order; M slots (one pool buffer per range, k slots each), chunk i
+  // in slot i mod M. A chunk reusing a slot waits for the chunk M before it.
+  std::size_t const k     = defaults::num_bounce_buffers();
+  std::size_t const slots = ranges.size() * k;
+  std::vector<BounceBufferPool<>::Buffer> buffers;
+  for (std::size_t r = 0; r < ranges.size(); ++r) {
+    buffers.push_back(BounceBufferPool<>::instance().get());
+  }
+  std::size_t const slot_size = std::max(
+    buffers.empty() ? 0 : buffers.front().size() / k / page_size() * page_size(), page_size());
+  std::vector<Chunk> chunks;
+  for (auto const& range : ranges) {
+    for (std::size_t done = 0; done < range.size; done += slot_size) {
+      std::size_t const i = chunks.size();
+      auto& buffer        = buffers[(i % slots) / k];
+      chunks.push_back(Chunk{range.device + done,
+                             std::min(slot_size, range.size - done),
+                             range.file_offset + done,
+                             static_cast<std::byte*>(buffer.get()) + (i % slots % k) * slot_size,
+                             {},
+                             {},
+                             i >= slots ? i - slots + 1 : 0});
+    }
+  }
+  if (chunks.empty()) {
     op->on_done(0, nullptr);
     return;
   }
-  op->start.emplace(EventPool::instance().get());
-  op->start->record(stream);
+  auto flags    = FlagPool::instance().get(2 * chunks.size() + 1);
+  op->done_flag = flags.back();
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    chunks[i].host_side   = flags[2 * i];
+    chunks[i].stream_side = flags[2 * i + 1];
+  }
 
   StreamWaitKind kind{};
   {
@@ -164,52 +264,108 @@ void run_stream_ordered(CUstream stream,
     kind = forced_kind.value_or(memops_refused ? StreamWaitKind::host_function
                                                : StreamWaitKind::stream_memops);
   }
-  if (kind == StreamWaitKind::stream_memops) {
-    op->flag         = FlagPool::instance().get();
-    CUresult const r = api.StreamWaitValue32(stream, op->flag->device, 1, CU_STREAM_WAIT_VALUE_GEQ);
-    if (r == CUDA_SUCCESS) {
-      Event passed = EventPool::instance().get();
-      passed.record(stream);
-      FlagPool::instance().put(*op->flag, std::move(passed));
-    } else if (r == CUDA_ERROR_NOT_SUPPORTED && !forced_kind) {
+  // Enqueue the stream's side. Reads: wait until the chunk is in its slot, copy, say so.
+  // Writes: wait until the slot's previous chunk is in the file, copy into the slot, say so.
+  auto& api    = cudaAPI::instance();
+  auto enqueue = [&](StreamWaitKind with) -> CUresult {
+    StreamSide side{stream, with};
+    for (auto const& c : chunks) {
+      CUresult r = CUDA_SUCCESS;
+      if (to_device) {
+        if ((r = side.wait(c.host_side)) != CUDA_SUCCESS) { return r; }
+        KVIKIO_CUDA_DRIVER_TRY(api.MemcpyHtoDAsync(c.device, c.slot, c.size, stream));
+      } else {
+        if (c.reuses > 0 && (r = side.wait(chunks[c.reuses - 1].host_side)) != CUDA_SUCCESS) {
+          return r;
+        }
+        KVIKIO_CUDA_DRIVER_TRY(api.MemcpyDtoHAsync(c.slot, c.device, c.size, stream));
+      }
+      if ((r = side.signal(c.stream_side)) != CUDA_SUCCESS) { return r; }
+    }
+    return side.wait(op->done_flag);
+  };
+  try {
+    CUresult r = enqueue(kind);
+    if (r == CUDA_ERROR_NOT_SUPPORTED && kind == StreamWaitKind::stream_memops && !forced_kind) {
+      // Refused: no stream memory operations on this driver. What was enqueued before the
+      // refusal (a write's first copy) is harmless: the same copy follows.
       KVIKIO_LOG_INFO("stream-ordered I/O: no stream memory operations, using host functions");
-      FlagPool::instance().put(*op->flag, EventPool::instance().get());  // never waited on
-      op->flag.reset();
-      std::lock_guard const lock{kind_mutex};
-      memops_refused = true;
-      kind           = StreamWaitKind::host_function;
-    } else {
-      KVIKIO_CUDA_DRIVER_TRY(r);
+      {
+        std::lock_guard const lock{kind_mutex};
+        memops_refused = true;
+      }
+      kind = StreamWaitKind::host_function;
+      r    = enqueue(kind);
     }
-  }
-  if (kind == StreamWaitKind::host_function) {
-    auto* held       = new std::shared_ptr<Operation>(op);
-    CUresult const r = api.LaunchHostFunc(stream, &host_function_waits, held);
-    if (r != CUDA_SUCCESS) {
-      delete held;
-      KVIKIO_CUDA_DRIVER_TRY(r);
+    KVIKIO_CUDA_DRIVER_TRY(r);
+  } catch (...) {
+    // Part of the stream's side may be enqueued: release every wait, let the stream get past
+    // it (nothing was submitted to the pool), then report.
+    for (auto const& f : flags) {
+      set_host(f.host);
     }
+    (void)api.StreamSynchronize(stream);
+    try {
+      FlagPool::instance().retire(
+        std::move(flags), std::move(buffers), EventPool::instance().get());  // never recorded
+    } catch (...) {  // the flags are lost; the buffers, the stream being past them, go back
+    }
+    throw;
   }
+  Event passed = EventPool::instance().get();
+  passed.record(stream);
+  FlagPool::instance().retire(std::move(flags), std::move(buffers), std::move(passed));
   {
     std::lock_guard const lock{kind_mutex};
     last_kind = kind;
   }
-  // From here on the stream waits for the tasks: each must report, whatever happens.
-  CUevent const after = op->start->get();
-  for (auto& task : tasks) {
-    try {
-      (void)pool.submit_task([op, after, task = std::move(task)]() noexcept {
-        std::size_t moved = 0;
-        std::exception_ptr error;
-        try {
-          moved = task(after);
-        } catch (...) {
-          error = std::current_exception();
+
+  // The host side, on the pool: tasks of k consecutive chunks, submitted in chunk order, so
+  // that a task only ever waits for chunks of tasks submitted before it (no deadlock, whatever
+  // the number of threads). A failing task still releases the stream's waits.
+  auto shared_chunks        = std::make_shared<std::vector<Chunk>>(std::move(chunks));
+  std::size_t const n_tasks = (shared_chunks->size() + k - 1) / k;
+  op->remaining             = n_tasks;
+  for (std::size_t t = 0; t < n_tasks; ++t) {
+    auto task = [op, shared_chunks, host_io, to_device, first = t * k, k]() noexcept {
+      auto& all              = *shared_chunks;
+      std::size_t const last = std::min(first + k, all.size());
+      std::size_t moved      = 0;
+      std::exception_ptr error;
+      for (std::size_t i = first; i < last; ++i) {
+        auto const& c = all[i];
+        if (to_device) {
+          if (c.reuses > 0) { wait_host(all[c.reuses - 1].stream_side.host); }
+        } else {
+          wait_host(c.stream_side.host);
         }
-        op->task_ended(moved, std::move(error));
-      });
+        if (!error) {
+          try {
+            std::size_t const n = host_io(c.slot, c.size, c.file_offset);
+            if (n != c.size) {
+              throw std::runtime_error("stream-ordered I/O: " + std::to_string(n) + " of " +
+                                       std::to_string(c.size) + " bytes at offset " +
+                                       std::to_string(c.file_offset));
+            }
+            moved += n;
+          } catch (...) {
+            error = std::current_exception();
+          }
+        }
+        set_host(c.host_side.host);
+      }
+      op->task_ended(moved, std::move(error));
+    };
+    try {
+      (void)pool.submit_task(std::move(task));
     } catch (...) {
-      op->task_ended(0, std::current_exception());  // could not even be submitted
+      // Not even submitted: release its chunks' waits here (writes: once their copies are in).
+      auto& all = *shared_chunks;
+      for (std::size_t i = t * k; i < std::min(t * k + k, all.size()); ++i) {
+        if (!to_device) { wait_host(all[i].stream_side.host); }
+        set_host(all[i].host_side.host);
+      }
+      op->task_ended(0, std::current_exception());
     }
   }
 }

@@ -16,10 +16,6 @@
 
 #include <cstddef>
 
-#include <cuda.h>
-
-#include <kvikio/bounce_buffer.hpp>
-
 namespace kvikio::detail {
 
 /// @brief The page size that O_DIRECT offsets, sizes and addresses are aligned to.
@@ -48,19 +44,15 @@ std::size_t posix_host_write(
 
 /**
  * @brief Reads into device memory at `devPtr_base + devPtr_offset`, in the current context,
- * through a pinned bounce buffer and this thread's stream. With `after`, every copy waits for
- * that event first; with `staging`, the ring uses that buffer instead of taking one from the
- * pool (stream-ordered callers).
+ * through a pinned bounce buffer and this thread's stream.
  */
 std::size_t posix_device_read(int fd,
                               void* devPtr_base,
                               std::size_t size,
                               std::size_t file_offset,
                               std::size_t devPtr_offset,
-                              int fd_direct                       = -1,
-                              bool overread                       = false,
-                              CUevent after                       = nullptr,
-                              BounceBufferPool<>::Buffer* staging = nullptr);
+                              int fd_direct = -1,
+                              bool overread = false);
 
 /// @brief Writes from device memory; the counterpart of posix_device_read().
 std::size_t posix_device_write(int fd,
@@ -68,8 +60,6 @@ std::size_t posix_device_write(int fd,
                                std::size_t size,
                                std::size_t file_offset,
                                std::size_t devPtr_offset,
-                               int fd_direct                       = -1,
-                               CUevent after                       = nullptr,
-                               BounceBufferPool<>::Buffer* staging = nullptr);
+                               int fd_direct = -1);
 
 }  // namespace kvikio::detail

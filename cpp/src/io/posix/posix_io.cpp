@@ -173,9 +173,7 @@ std::size_t device_io(Op op,
                       std::size_t size,
                       std::size_t file_offset,
                       int fd_direct,
-                      bool overread,
-                      CUevent after,
-                      BounceBufferPool<>::Buffer* staging)
+                      bool overread)
 {
   if (size == 0) { return 0; }
   CUcontext ctx{};
@@ -183,13 +181,7 @@ std::size_t device_io(Op op,
   KVIKIO_EXPECT(
     ctx != nullptr, "device-memory I/O needs a current CUDA context", std::invalid_argument);
   CUstream const stream = stream_for_this_thread(ctx);
-  // Stream-ordered callers: every copy comes after the work their stream had when they called.
-  if (after != nullptr) {
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamWaitEvent(stream, after, 0));
-  }
-  BounceBufferRing<> ring =
-    staging != nullptr ? BounceBufferRing<>{defaults::num_bounce_buffers(), std::move(*staging)}
-                       : BounceBufferRing<>{defaults::num_bounce_buffers()};
+  BounceBufferRing<> ring{defaults::num_bounce_buffers()};
   std::size_t const chunk = ring.slot_size();
   if (op == Op::read) {
     for (std::size_t done = 0; done < size;) {
@@ -266,9 +258,7 @@ std::size_t posix_device_read(int fd,
                               std::size_t file_offset,
                               std::size_t devPtr_offset,
                               int fd_direct,
-                              bool overread,
-                              CUevent after,
-                              BounceBufferPool<>::Buffer* staging)
+                              bool overread)
 {
   KVIKIO_NVTX_FUNC_RANGE();
   return device_io(Op::read,
@@ -277,9 +267,7 @@ std::size_t posix_device_read(int fd,
                    size,
                    file_offset,
                    fd_direct,
-                   overread,
-                   after,
-                   staging);
+                   overread);
 }
 
 std::size_t posix_device_write(int fd,
@@ -287,9 +275,7 @@ std::size_t posix_device_write(int fd,
                                std::size_t size,
                                std::size_t file_offset,
                                std::size_t devPtr_offset,
-                               int fd_direct,
-                               CUevent after,
-                               BounceBufferPool<>::Buffer* staging)
+                               int fd_direct)
 {
   KVIKIO_NVTX_FUNC_RANGE();
   return device_io(Op::write,
@@ -298,9 +284,7 @@ std::size_t posix_device_write(int fd,
                    size,
                    file_offset,
                    fd_direct,
-                   false,
-                   after,
-                   staging);
+                   false);
 }
 
 }  // namespace kvikio::detail
