@@ -22,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/stream_ordered.hpp>
 #include <kvikio/file_handle.hpp>
@@ -197,6 +198,28 @@ TEST_P(StreamOrdered, CopiesWaitForTheData)
   std::vector<std::uint8_t> back(content_.size());
   KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
   EXPECT_EQ(back, content_) << "the stream copied staging slots before they were filled";
+}
+
+// Staging smaller than k pages (fewer, page-sized slots, reused many times); once the stream
+// is past the operation, every staging buffer is back in the pool.
+TEST_P(StreamOrdered, TinyStagingAndBuffersReturnToThePool)
+{
+  kvikio::defaults::set_bounce_buffer_size(8192);  // 2 slots of one page, not 4
+  auto& pool = kvikio::BounceBufferPool<>::instance();
+  kvikio::test::DeviceBuffer dev{content_.size()};
+  kvikio::test::Stream stream;
+  {
+    FileHandle f{path_, "r+"};
+    auto future = f.read_async(dev.get(), 200001, 3, 0, stream.handle);
+    EXPECT_EQ(future.check_bytes_done(), 200001U);
+    auto back = f.write_async(dev.get(), 200001, 0, 0, stream.handle);  // writes what it read
+    EXPECT_EQ(back.check_bytes_done(), 200001U);
+  }
+  auto const disk = kvikio::test::read_file(path_);
+  EXPECT_EQ(0, std::memcmp(disk.data(), content_.data() + 3, 200001));
+  EXPECT_EQ(0, std::memcmp(disk.data() + 200001, content_.data() + 200001, 1000))
+    << "written past the range";
+  EXPECT_EQ(pool.pinned_bytes(), pool.num_free_buffers() * 8192) << "staging still on loan";
 }
 
 // The file shrinks between the call and the tasks (the only pool thread is busy until then):

@@ -223,16 +223,26 @@ void run_stream_ordered(CUstream stream,
 {
   auto op     = std::make_shared<Operation>();
   op->on_done = std::move(on_done);
-  // Chunks of a slot each, in order; M slots (one pool buffer per range, k slots each), chunk i
-  // in slot i mod M. A chunk reusing a slot waits for the chunk M before it.
-  std::size_t const k     = defaults::num_bounce_buffers();
-  std::size_t const slots = ranges.size() * k;
-  std::vector<BounceBufferPool<>::Buffer> buffers;
-  for (std::size_t r = 0; r < ranges.size(); ++r) {
-    buffers.push_back(BounceBufferPool<>::instance().get());
+  // Chunks of a slot each, in order, chunk i in slot i mod M. M: k slots per range (one pool
+  // buffer each), but no more slots than chunks, so a small call pins little. A chunk reusing a
+  // slot waits for the chunk M before it.
+  // Whole pages per slot, as the ring cuts them (fewer slots when the buffer is small).
+  std::size_t const buffer_size = defaults::bounce_buffer_size();
+  std::size_t const k =
+    std::min(defaults::num_bounce_buffers(), std::max<std::size_t>(buffer_size / page_size(), 1));
+  std::size_t const slot_size =
+    std::max(buffer_size / k / page_size() * page_size(), std::min(page_size(), buffer_size));
+  std::size_t n_chunks = 0;
+  for (auto const& range : ranges) {
+    n_chunks += (range.size + slot_size - 1) / slot_size;
   }
-  std::size_t const slot_size = std::max(
-    buffers.empty() ? 0 : buffers.front().size() / k / page_size() * page_size(), page_size());
+  std::size_t const slots = std::min(ranges.size() * k, n_chunks);
+  std::vector<BounceBufferPool<>::Buffer> buffers;
+  for (std::size_t b = 0; b < (slots + k - 1) / k; ++b) {
+    buffers.push_back(BounceBufferPool<>::instance().get());
+    KVIKIO_EXPECT(buffers.back().size() >= k * slot_size,
+                  "stream-ordered I/O: KVIKIO_BOUNCE_BUFFER_SIZE changed during the call");
+  }
   std::vector<Chunk> chunks;
   for (auto const& range : ranges) {
     for (std::size_t done = 0; done < range.size; done += slot_size) {
