@@ -222,6 +222,22 @@ TEST_P(StreamOrdered, TinyStagingAndBuffersReturnToThePool)
   EXPECT_EQ(pool.pinned_bytes(), pool.num_free_buffers() * 8192) << "staging still on loan";
 }
 
+// More chunks than a stream holds pending operations (about 1000 on the GPU, 1024 in the
+// simulator): enqueuing blocks until the stream has run some, which needs the tasks already.
+TEST_P(StreamOrdered, MoreChunksThanTheStreamHolds)
+{
+  kvikio::defaults::set_bounce_buffer_size(8192);  // one-page slots: 2 MiB is 512 chunks
+  std::size_t const size = 2 << 20;
+  kvikio::test::DeviceBuffer dev{size};
+  kvikio::test::Stream stream;
+  FileHandle f{path_, "r"};
+  auto future = f.read_async(dev.get(), size, 1, 0, stream.handle);
+  EXPECT_EQ(future.check_bytes_done(), size);
+  std::vector<std::uint8_t> back(size);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  EXPECT_EQ(0, std::memcmp(back.data(), content_.data() + 1, size));
+}
+
 // The file shrinks between the call and the tasks (the only pool thread is busy until then):
 // the tasks' short reads fail the operation, the future says so, the stream is released.
 TEST_P(StreamOrdered, FailedTaskIsReportedAndReleasesTheStream)

@@ -171,6 +171,7 @@ struct Operation {
   std::exception_ptr error;
   std::function<void(ssize_t, std::exception_ptr)> on_done;
   Flag done_flag{};
+  std::atomic<bool> aborted{false};  // enqueuing failed: tasks only release their waits
 
   void task_ended(std::size_t moved, std::exception_ptr task_error) noexcept
   {
@@ -226,10 +227,16 @@ void run_stream_ordered(CUstream stream,
   // Chunks of a slot each, in order, chunk i in slot i mod M. M: k slots per range (one pool
   // buffer each), but no more slots than chunks, so a small call pins little. A chunk reusing a
   // slot waits for the chunk M before it.
-  // Whole pages per slot, as the ring cuts them (fewer slots when the buffer is small).
+  // Slots are whole pages, as the ring cuts them. Every chunk costs three driver operations on
+  // the stream (which holds about 1000 pending: then enqueuing blocks), so slots are as large as
+  // overlap allows: k per buffer for one range, fewer as ranges (and buffers) add slots of their
+  // own, down to one per buffer from four ranges on.
   std::size_t const buffer_size = defaults::bounce_buffer_size();
-  std::size_t const k =
-    std::min(defaults::num_bounce_buffers(), std::max<std::size_t>(buffer_size / page_size(), 1));
+  std::size_t const wanted_k    = std::max<std::size_t>(
+    1,
+    std::min(defaults::num_bounce_buffers(),
+             (4 + ranges.size() - 1) / std::max<std::size_t>(ranges.size(), 1)));
+  std::size_t const k = std::min(wanted_k, std::max<std::size_t>(buffer_size / page_size(), 1));
   std::size_t const slot_size =
     std::max(buffer_size / k / page_size() * page_size(), std::min(page_size(), buffer_size));
   std::size_t n_chunks = 0;
@@ -268,6 +275,57 @@ void run_stream_ordered(CUstream stream,
     chunks[i].stream_side = flags[2 * i + 1];
   }
 
+  // The host side, on the pool: tasks of k consecutive chunks, submitted in chunk order, so
+  // that a task only ever waits for chunks of tasks submitted before it (no deadlock, whatever
+  // the number of threads). A failing task still releases the stream's waits. They start before
+  // the stream's side is enqueued: enqueuing blocks once the stream holds about 1000 pending
+  // operations, until it has run some, which may need these tasks.
+  auto shared_chunks        = std::make_shared<std::vector<Chunk>>(std::move(chunks));
+  std::size_t const n_tasks = (shared_chunks->size() + k - 1) / k;
+  op->remaining             = n_tasks;
+  for (std::size_t t = 0; t < n_tasks; ++t) {
+    auto task = [op, shared_chunks, host_io, to_device, first = t * k, k]() noexcept {
+      auto& all              = *shared_chunks;
+      std::size_t const last = std::min(first + k, all.size());
+      std::size_t moved      = 0;
+      std::exception_ptr error;
+      for (std::size_t i = first; i < last; ++i) {
+        auto const& c = all[i];
+        if (to_device) {
+          if (c.reuses > 0) { wait_host(all[c.reuses - 1].stream_side.host); }
+        } else {
+          wait_host(c.stream_side.host);
+        }
+        if (!error && !op->aborted.load(std::memory_order_acquire)) {
+          try {
+            std::size_t const n = host_io(c.slot, c.size, c.file_offset);
+            if (n != c.size) {
+              throw std::runtime_error("stream-ordered I/O: " + std::to_string(n) + " of " +
+                                       std::to_string(c.size) + " bytes at offset " +
+                                       std::to_string(c.file_offset));
+            }
+            moved += n;
+          } catch (...) {
+            error = std::current_exception();
+          }
+        }
+        set_host(c.host_side.host);
+      }
+      op->task_ended(moved, std::move(error));
+    };
+    try {
+      (void)pool.submit_task(std::move(task));
+    } catch (...) {
+      // Not even submitted: the operation fails; release this task's waits, stop the others'.
+      op->aborted.store(true, std::memory_order_release);
+      auto& all = *shared_chunks;
+      for (std::size_t i = t * k; i < std::min(t * k + k, all.size()); ++i) {
+        set_host(all[i].host_side.host);
+      }
+      op->task_ended(0, std::current_exception());
+    }
+  }
+
   StreamWaitKind kind{};
   {
     std::lock_guard const lock{kind_mutex};
@@ -279,13 +337,14 @@ void run_stream_ordered(CUstream stream,
   auto& api    = cudaAPI::instance();
   auto enqueue = [&](StreamWaitKind with) -> CUresult {
     StreamSide side{stream, with};
-    for (auto const& c : chunks) {
+    auto const& all = *shared_chunks;
+    for (auto const& c : all) {
       CUresult r = CUDA_SUCCESS;
       if (to_device) {
         if ((r = side.wait(c.host_side)) != CUDA_SUCCESS) { return r; }
         KVIKIO_CUDA_DRIVER_TRY(api.MemcpyHtoDAsync(c.device, c.slot, c.size, stream));
       } else {
-        if (c.reuses > 0 && (r = side.wait(chunks[c.reuses - 1].host_side)) != CUDA_SUCCESS) {
+        if (c.reuses > 0 && (r = side.wait(all[c.reuses - 1].host_side)) != CUDA_SUCCESS) {
           return r;
         }
         KVIKIO_CUDA_DRIVER_TRY(api.MemcpyDtoHAsync(c.slot, c.device, c.size, stream));
@@ -309,8 +368,9 @@ void run_stream_ordered(CUstream stream,
     }
     KVIKIO_CUDA_DRIVER_TRY(r);
   } catch (...) {
-    // Part of the stream's side may be enqueued: release every wait, let the stream get past
-    // it (nothing was submitted to the pool), then report.
+    // Part of the stream's side may be enqueued: stop the tasks' I/O, release every wait, let
+    // the stream get past it, then report (the tasks end on their own).
+    op->aborted.store(true, std::memory_order_release);
     for (auto const& f : flags) {
       set_host(f.host);
     }
@@ -328,55 +388,6 @@ void run_stream_ordered(CUstream stream,
   {
     std::lock_guard const lock{kind_mutex};
     last_kind = kind;
-  }
-
-  // The host side, on the pool: tasks of k consecutive chunks, submitted in chunk order, so
-  // that a task only ever waits for chunks of tasks submitted before it (no deadlock, whatever
-  // the number of threads). A failing task still releases the stream's waits.
-  auto shared_chunks        = std::make_shared<std::vector<Chunk>>(std::move(chunks));
-  std::size_t const n_tasks = (shared_chunks->size() + k - 1) / k;
-  op->remaining             = n_tasks;
-  for (std::size_t t = 0; t < n_tasks; ++t) {
-    auto task = [op, shared_chunks, host_io, to_device, first = t * k, k]() noexcept {
-      auto& all              = *shared_chunks;
-      std::size_t const last = std::min(first + k, all.size());
-      std::size_t moved      = 0;
-      std::exception_ptr error;
-      for (std::size_t i = first; i < last; ++i) {
-        auto const& c = all[i];
-        if (to_device) {
-          if (c.reuses > 0) { wait_host(all[c.reuses - 1].stream_side.host); }
-        } else {
-          wait_host(c.stream_side.host);
-        }
-        if (!error) {
-          try {
-            std::size_t const n = host_io(c.slot, c.size, c.file_offset);
-            if (n != c.size) {
-              throw std::runtime_error("stream-ordered I/O: " + std::to_string(n) + " of " +
-                                       std::to_string(c.size) + " bytes at offset " +
-                                       std::to_string(c.file_offset));
-            }
-            moved += n;
-          } catch (...) {
-            error = std::current_exception();
-          }
-        }
-        set_host(c.host_side.host);
-      }
-      op->task_ended(moved, std::move(error));
-    };
-    try {
-      (void)pool.submit_task(std::move(task));
-    } catch (...) {
-      // Not even submitted: release its chunks' waits here (writes: once their copies are in).
-      auto& all = *shared_chunks;
-      for (std::size_t i = t * k; i < std::min(t * k + k, all.size()); ++i) {
-        if (!to_device) { wait_host(all[i].stream_side.host); }
-        set_host(all[i].host_side.host);
-      }
-      op->task_ended(0, std::current_exception());
-    }
   }
 }
 

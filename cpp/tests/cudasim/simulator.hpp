@@ -117,6 +117,7 @@ struct Allocation {
 struct Knobs {
   int devices{1};
   unsigned delay_us{0};
+  std::size_t max_pending{1024};  // operations a stream holds before enqueuing waits
   unsigned jitter_us{0};
   std::uint64_t seed{1};
   struct FailRule {
