@@ -126,12 +126,12 @@ bool result_from_name(std::string const& name, CUresult& result)
 
 Simulator::Simulator()
 {
-  knobs_.devices    = static_cast<int>(knob_number("CUDASIM_DEVICES", 1, 64));
-  knobs_.delay_us   = static_cast<unsigned>(knob_number("CUDASIM_DELAY_US", 0, 10'000'000));
+  knobs_.devices     = static_cast<int>(knob_number("CUDASIM_DEVICES", 1, 64));
+  knobs_.delay_us    = static_cast<unsigned>(knob_number("CUDASIM_DELAY_US", 0, 10'000'000));
   knobs_.max_pending = knob_number("CUDASIM_MAX_PENDING", 1024, 1'000'000'000);
-  knobs_.jitter_us  = static_cast<unsigned>(knob_number("CUDASIM_JITTER_US", 0, 10'000'000));
-  knobs_.seed       = knob_number("CUDASIM_SEED", 1, UINT64_MAX);
-  knobs_.fail_rules = parse_fail_rules();
+  knobs_.jitter_us   = static_cast<unsigned>(knob_number("CUDASIM_JITTER_US", 0, 10'000'000));
+  knobs_.seed        = knob_number("CUDASIM_SEED", 1, UINT64_MAX);
+  knobs_.fail_rules  = parse_fail_rules();
   primary.assign(static_cast<std::size_t>(knobs_.devices), nullptr);
 }
 

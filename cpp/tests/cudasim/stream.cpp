@@ -108,7 +108,7 @@ std::uint64_t enqueue(CUstream_st* stream, Operation op)
   // As the driver does (measured: 1021 on an H100, driver 580), a stream holding the maximum of
   // pending operations makes the next enqueue wait until it has run some. The caller holds the
   // simulator's mutex: let go of it meanwhile, as the driver blocks only this call.
-  auto& sim = Simulator::get();
+  auto& sim       = Simulator::get();
   auto const full = [stream, max = sim.knobs().max_pending] {
     std::lock_guard const lock{stream->mutex};
     return stream->queue.size() >= max;
