@@ -172,6 +172,7 @@ struct Operation {
   std::function<void(ssize_t, std::exception_ptr)> on_done;
   Flag done_flag{};
   std::atomic<bool> aborted{false};  // enqueuing failed: tasks only release their waits
+  Word ended{0};                     // set once the last task has reported
 
   void task_ended(std::size_t moved, std::exception_ptr task_error) noexcept
   {
@@ -185,6 +186,7 @@ struct Operation {
       KVIKIO_LOG_ERROR("stream-ordered I/O: reporting the result failed: ", e.what());
     }
     set_host(done_flag.host);  // the stream's last wait
+    set_host(&ended);
   }
 };
 
@@ -374,6 +376,7 @@ void run_stream_ordered(CUstream stream,
     for (auto const& f : flags) {
       set_host(f.host);
     }
+    wait_host(&op->ended);  // the tasks report through the caller's pointers: let them finish
     (void)api.StreamSynchronize(stream);
     try {
       FlagPool::instance().retire(
