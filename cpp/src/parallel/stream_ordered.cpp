@@ -334,14 +334,16 @@ void run_stream_ordered(CUstream stream,
     kind = forced_kind.value_or(memops_refused ? StreamWaitKind::host_function
                                                : StreamWaitKind::stream_memops);
   }
-  // Enqueue the stream's side. Reads: wait until the chunk is in its slot, copy, say so.
-  // Writes: wait until the slot's previous chunk is in the file, copy into the slot, say so.
+  // Enqueue the stream's side. Reads: wait until the chunk is in its slot, copy, say so (if a
+  // later chunk needs the slot). Writes: wait until the slot's previous chunk is in the file,
+  // copy into the slot, say so.
   auto& api    = cudaAPI::instance();
   auto enqueue = [&](StreamWaitKind with) -> CUresult {
     StreamSide side{stream, with};
     auto const& all = *shared_chunks;
-    for (auto const& c : all) {
-      CUresult r = CUDA_SUCCESS;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      auto const& c = all[i];
+      CUresult r    = CUDA_SUCCESS;
       if (to_device) {
         if ((r = side.wait(c.host_side)) != CUDA_SUCCESS) { return r; }
         KVIKIO_CUDA_DRIVER_TRY(api.MemcpyHtoDAsync(c.device, c.slot, c.size, stream));
@@ -351,7 +353,9 @@ void run_stream_ordered(CUstream stream,
         }
         KVIKIO_CUDA_DRIVER_TRY(api.MemcpyDtoHAsync(c.slot, c.device, c.size, stream));
       }
-      if ((r = side.signal(c.stream_side)) != CUDA_SUCCESS) { return r; }
+      // A read's copy is awaited only by the chunk that reuses its slot; a write's, always.
+      bool const awaited = !to_device || i + slots < all.size();
+      if (awaited && (r = side.signal(c.stream_side)) != CUDA_SUCCESS) { return r; }
     }
     return side.wait(op->done_flag);
   };
