@@ -21,6 +21,7 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/remote_handle.hpp>
 
+#include "common/busy_pool.hpp"
 #include "common/device.hpp"
 #include "common/nginx.hpp"
 #include "common/test_servers.hpp"
@@ -185,9 +186,7 @@ TEST_F(MultiPoll, SettingsAreReadAtEachPread)
 TEST_F(MultiPoll, UsesNoPoolThreadAndTheChoiceIsPerHandle)
 {
   kvikio::defaults::set_thread_pool_nthreads(1);
-  std::promise<void> release;
-  auto busy = kvikio::defaults::thread_pool().submit_task(
-    [gate = release.get_future().share()] { gate.wait(); });
+  kvikio::test::BusyPool busy;
   auto handle = open();
   std::vector<std::uint8_t> buf(64 * 65536, poison);
   auto multi = handle.pread(buf.data(), buf.size(), 7, 65536);
@@ -201,8 +200,7 @@ TEST_F(MultiPoll, UsesNoPoolThreadAndTheChoiceIsPerHandle)
   auto queued = easy.pread(buf.data(), 1000, 0, 1000);
   EXPECT_EQ(queued.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
     << "the easy transport ran without a pool thread";
-  release.set_value();
-  busy.get();
+  busy.release();
   EXPECT_EQ(queued.get(), 1000U);
   EXPECT_EQ(0, std::memcmp(buf.data(), content_.data(), 1000));
 }

@@ -27,6 +27,7 @@
 #include <kvikio/detail/stream_ordered.hpp>
 #include <kvikio/file_handle.hpp>
 
+#include "common/busy_pool.hpp"
 #include "common/device.hpp"
 #include "common/temp_dir.hpp"
 
@@ -184,16 +185,13 @@ TEST_P(StreamOrdered, BackToBackReadsOnOneStream)
 TEST_P(StreamOrdered, CopiesWaitForTheData)
 {
   kvikio::defaults::set_thread_pool_nthreads(1);
-  std::promise<void> release;
-  auto busy = kvikio::defaults::thread_pool().submit_task(
-    [gate = release.get_future().share()] { gate.wait(); });
+  kvikio::test::BusyPool busy;
   kvikio::test::DeviceBuffer dev{content_.size()};
   kvikio::test::Stream stream;
   FileHandle f{path_, "r"};
   auto future = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // room for a stream that won't wait
-  release.set_value();
-  busy.get();
+  busy.release();
   EXPECT_EQ(future.check_bytes_done(), content_.size());
   std::vector<std::uint8_t> back(content_.size());
   KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
@@ -243,16 +241,13 @@ TEST_P(StreamOrdered, MoreChunksThanTheStreamHolds)
 TEST_P(StreamOrdered, FailedTaskIsReportedAndReleasesTheStream)
 {
   kvikio::defaults::set_thread_pool_nthreads(1);
-  std::promise<void> release;
-  auto busy = kvikio::defaults::thread_pool().submit_task(
-    [gate = release.get_future().share()] { gate.wait(); });
+  kvikio::test::BusyPool busy;
   kvikio::test::DeviceBuffer dev{content_.size()};
   kvikio::test::Stream stream;
   FileHandle f{path_, "r"};
   auto future = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
   ASSERT_EQ(::truncate(path_.c_str(), 1000), 0);
-  release.set_value();
-  busy.get();
+  busy.release();
   try {
     (void)future.check_bytes_done();
     FAIL() << "a read of a truncated file succeeded";

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include <curl/curl.h>
@@ -102,8 +103,11 @@ std::size_t RemoteSink::write_callback(char* data,
     return n;
   }
   try {
-    // The callbacks run on whichever thread drives the transfer: the copies need the context.
-    PushAndPopContext const context{sink->ctx_};
+    // Most writes land inside the current slot: a memcpy, no driver call. The others move to a
+    // next slot or copy one, on whichever thread drives the transfer: they need the context.
+    std::size_t const room = sink->slot_ == nullptr ? 0 : sink->ring_->slot_size() - sink->in_slot_;
+    std::optional<PushAndPopContext> context;
+    if (n >= room) { context.emplace(sink->ctx_); }
     if (sink->waker_ && !sink->next_slots_free(n)) {
       sink->wake_after_copies();
       sink->paused_ = true;
