@@ -225,4 +225,75 @@ INSTANTIATE_TEST_SUITE_P(AllPeers,
                                   (std::get<1>(info.param) == Memory::Host ? "_Host" : "_Device");
                          });
 
+// RemoteHandle::read_async against every peer (the whole suite runs once per transport): three
+// reads back to back on one stream land after the fill the stream did first and before the copy
+// it does last; the device memory around them keeps its fill.
+class RemoteReadAsync : public kvikio::test::OnDevice,
+                        public ::testing::WithParamInterface<Peer> {};
+
+TEST_P(RemoteReadAsync, OrderedOnTheStream)
+{
+  auto const content = pattern(size_total, 90 + static_cast<std::uint32_t>(GetParam()));
+  Served served{GetParam(), content};
+  RemoteHandle& handle = *served.handle;
+  kvikio::defaults::set_thread_pool_nthreads(3);
+  kvikio::defaults::set_task_size(task_size);
+  kvikio::defaults::set_bounce_buffer_size(task_size);  // 3 threads: four 192 KiB slots
+  struct Read {
+    std::size_t size, file_offset, dev_offset;
+  };
+  std::vector<Read> const reads{{size_total - 13, 13, guard},
+                                {4097, 1, guard + size_total},
+                                {1, size_total - 1, guard + size_total + 4097}};
+  std::size_t const span = guard + size_total + 4098 + guard;
+  kvikio::test::DeviceBuffer dev{span};
+  kvikio::test::PinnedBuffer fill{span};
+  kvikio::test::PinnedBuffer out{span};
+  std::memset(fill.ptr, poison, span);
+  std::memset(out.ptr, 0, span);
+  kvikio::test::Stream stream;
+  KVIKIO_CUDA_DRIVER_TRY(
+    kvikio::test::api().MemcpyHtoDAsync(dev.ptr, fill.ptr, span, stream.handle));
+  std::vector<kvikio::StreamFuture> futures;
+  for (auto const& r : reads) {
+    futures.push_back(handle.read_async(
+      static_cast<std::byte*>(dev.get()) + r.dev_offset, r.size, r.file_offset, stream.handle));
+  }
+  KVIKIO_CUDA_DRIVER_TRY(
+    kvikio::test::api().MemcpyDtoHAsync(out.ptr, dev.ptr, span, stream.handle));
+  for (std::size_t i = 0; i < reads.size(); ++i) {
+    EXPECT_EQ(futures[i].check_bytes_done(), reads[i].size) << "read " << i;
+  }
+  std::vector<std::uint8_t> expected(out.bytes(), out.bytes() + span);
+  std::memset(expected.data(), poison, span);
+  for (auto const& r : reads) {
+    std::memcpy(expected.data() + r.dev_offset, content.data() + r.file_offset, r.size);
+  }
+  EXPECT_EQ(0, std::memcmp(out.bytes(), expected.data(), span))
+    << "the reads did not land between the fill and the copy out, or wrote outside their range";
+}
+
+TEST_P(RemoteReadAsync, BadArgumentsAreRefusedAtTheCall)
+{
+  Served served{GetParam(), pattern(4096, 99)};
+  kvikio::test::DeviceBuffer dev{8192};
+  kvikio::test::Stream stream;
+  EXPECT_THROW((void)served.handle->read_async(dev.get(), 4097, 0, stream.handle),
+               std::invalid_argument);
+  std::vector<std::uint8_t> host(16);
+  EXPECT_THROW((void)served.handle->read_async(host.data(), 16, 0, stream.handle),
+               std::invalid_argument);
+  EXPECT_EQ(served.handle->read_async(dev.get(), 0, 4096, stream.handle).check_bytes_done(), 0U);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPeers,
+                         RemoteReadAsync,
+                         ::testing::Values(Peer::Nginx,
+                                           Peer::S3rver,
+                                           Peer::S3Signed,
+                                           Peer::S3Presigned,
+                                           Peer::S3Public,
+                                           Peer::WebHdfs),
+                         [](auto const& info) { return name(info.param); });
+
 }  // namespace

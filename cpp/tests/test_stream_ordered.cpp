@@ -26,6 +26,7 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/stream_ordered.hpp>
 #include <kvikio/file_handle.hpp>
+#include <kvikio/utils.hpp>
 
 #include "common/busy_pool.hpp"
 #include "common/device.hpp"
@@ -198,12 +199,14 @@ TEST_P(StreamOrdered, CopiesWaitForTheData)
   EXPECT_EQ(back, content_) << "the stream copied staging slots before they were filled";
 }
 
-// Staging smaller than k pages (fewer, page-sized slots, reused many times); once the stream
-// is past the operation, every staging buffer is back in the pool.
-TEST_P(StreamOrdered, TinyStagingAndBuffersReturnToThePool)
+// Staging smaller than k pages (fewer, page-sized slots, reused many times). The staging is
+// the stream's own ring, not the bounce buffer pool; once idle it can be freed.
+TEST_P(StreamOrdered, TinyStagingIsTheStreamsOwnAndFreedWhenIdle)
 {
+  kvikio::defaults::set_thread_pool_nthreads(1);
   kvikio::defaults::set_bounce_buffer_size(8192);  // 2 slots of one page, not 4
-  auto& pool = kvikio::BounceBufferPool<>::instance();
+  auto& pool               = kvikio::BounceBufferPool<>::instance();
+  std::size_t const pinned = pool.pinned_bytes();
   kvikio::test::DeviceBuffer dev{content_.size()};
   kvikio::test::Stream stream;
   {
@@ -217,14 +220,120 @@ TEST_P(StreamOrdered, TinyStagingAndBuffersReturnToThePool)
   EXPECT_EQ(0, std::memcmp(disk.data(), content_.data() + 3, 200001));
   EXPECT_EQ(0, std::memcmp(disk.data() + 200001, content_.data() + 200001, 1000))
     << "written past the range";
-  EXPECT_EQ(pool.pinned_bytes(), pool.num_free_buffers() * 8192) << "staging still on loan";
+  EXPECT_EQ(pool.pinned_bytes(), pinned) << "stream-ordered I/O took bounce buffers";
+  EXPECT_GE(kvikio::detail::staging_pinned_bytes(), 8192U);
+  EXPECT_GE(kvikio::detail::free_idle_staging(), 1U);
+  EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 0U) << "an idle ring was not freed";
 }
 
-// More chunks than a stream holds pending operations (about 1000 on the GPU, 1024 in the
+// Many calls back to back on one stream pin one ring (threads x bounce buffer size), not one
+// per call; a new shape (the bounce buffer size changed) takes over once the ring is idle.
+TEST_P(StreamOrdered, StagingIsOneRingPerStream)
+{
+  (void)kvikio::detail::free_idle_staging();
+  kvikio::test::DeviceBuffer dev{content_.size()};
+  kvikio::test::Stream stream;
+  FileHandle f{path_, "r"};
+  std::vector<kvikio::StreamFuture> futures;
+  for (int i = 0; i < 20; ++i) {
+    futures.push_back(f.read_async(dev.get(), content_.size(), 0, 0, stream.handle));
+  }
+  EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 4U << 20);  // 4 threads x 1 MiB
+  for (auto& fut : futures) {
+    EXPECT_EQ(fut.check_bytes_done(), content_.size());
+  }
+  kvikio::defaults::set_bounce_buffer_size(1 << 18);
+  auto again = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
+  EXPECT_EQ(again.check_bytes_done(), content_.size());
+  EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 1U << 20);  // 4 threads x 256 KiB
+  std::vector<std::uint8_t> back(content_.size());
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  EXPECT_EQ(back, content_);
+}
+
+// Reads and writes alternate on one stream through the same slots: read -> write (the stream
+// orders them), write -> write (the stream waits for the file), write -> read (the tasks wait
+// for the file and the stream).
+TEST_P(StreamOrdered, ReadsAndWritesShareTheSlotsInOrder)
+{
+  kvikio::defaults::set_bounce_buffer_size(64 << 10);  // 4 threads: four 64 KiB slots
+  std::size_t const n = 1000003;
+  kvikio::test::DeviceBuffer a{n};
+  kvikio::test::DeviceBuffer b{n};
+  kvikio::test::Stream stream;
+  std::string const copy = dir_.file("copy");
+  kvikio::test::write_file(copy, pattern(2 * n, 84));
+  {
+    FileHandle in{path_, "r"};
+    FileHandle out{copy, "r+"};
+    std::vector<kvikio::StreamFuture> futures;
+    futures.push_back(in.read_async(a.get(), n, 7, 0, stream.handle));
+    futures.push_back(in.read_async(b.get(), n, 100, 0, stream.handle));
+    futures.push_back(out.write_async(a.get(), n, 0, 0, stream.handle));
+    futures.push_back(out.write_async(b.get(), n, static_cast<off_t>(n), 0, stream.handle));
+    futures.push_back(out.read_async(a.get(), n, static_cast<off_t>(n), 0, stream.handle));
+    for (auto& fut : futures) {
+      EXPECT_EQ(fut.check_bytes_done(), n);
+    }
+  }
+  auto const disk = kvikio::test::read_file(copy);
+  ASSERT_EQ(disk.size(), 2 * n);
+  EXPECT_EQ(0, std::memcmp(disk.data(), content_.data() + 7, n))
+    << "a write overtook the one before";
+  EXPECT_EQ(0, std::memcmp(disk.data() + n, content_.data() + 100, n));
+  std::vector<std::uint8_t> back(n);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), a.ptr, n));
+  EXPECT_EQ(0, std::memcmp(back.data(), content_.data() + 100, n))
+    << "the read overtook the writes before it";
+}
+
+// Two threads, each with its own stream, read back to back at once: each stream has its ring.
+TEST_P(StreamOrdered, StreamsOfTwoThreadsAtOnce)
+{
+  std::size_t const piece = 250000;
+  std::vector<std::string> failures(2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      kvikio::PushAndPopContext const context{ctx_};
+      kvikio::test::DeviceBuffer dev{4 * piece};
+      kvikio::test::Stream stream;
+      FileHandle f{path_, "r"};
+      std::vector<kvikio::StreamFuture> futures;
+      for (std::size_t i = 0; i < 4; ++i) {
+        std::size_t const offset = (t * 4 + i) * 333 + i * piece;
+        futures.push_back(f.read_async(dev.get(),
+                                       piece,
+                                       static_cast<off_t>(offset),
+                                       static_cast<off_t>(i * piece),
+                                       stream.handle));
+      }
+      std::vector<std::uint8_t> back(4 * piece);
+      for (auto& fut : futures) {
+        if (fut.check_bytes_done() != piece) { failures[t] += "short read; "; }
+      }
+      KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+      for (std::size_t i = 0; i < 4; ++i) {
+        std::size_t const offset = (t * 4 + i) * 333 + i * piece;
+        if (std::memcmp(back.data() + i * piece, content_.data() + offset, piece) != 0) {
+          failures[t] += "piece " + std::to_string(i) + " differs; ";
+        }
+      }
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  EXPECT_EQ(failures[0], "");
+  EXPECT_EQ(failures[1], "");
+}
+
+// More slots than a stream holds pending operations (about 1000 on the GPU, 1024 in the
 // simulator): enqueuing blocks until the stream has run some, which needs the tasks already.
 TEST_P(StreamOrdered, MoreChunksThanTheStreamHolds)
 {
-  kvikio::defaults::set_bounce_buffer_size(8192);  // one-page slots: 2 MiB is 512 chunks
+  kvikio::defaults::set_thread_pool_nthreads(1);
+  kvikio::defaults::set_bounce_buffer_size(8192);  // one-page slots: 2 MiB is 512 of them
   std::size_t const size = 2 << 20;
   kvikio::test::DeviceBuffer dev{size};
   kvikio::test::Stream stream;
@@ -281,6 +390,7 @@ class Injected : public kvikio::test::OnDevice {
     kvikio::defaults::set_compat_mode(kvikio::CompatMode::ON);
     kvikio::defaults::set_thread_pool_nthreads(2);
     kvikio::defaults::set_task_size(1 << 20);
+    kvikio::defaults::set_bounce_buffer_size(1 << 20);  // 512 KiB slots: 5 copies per read
     kvikio::test::write_file(path_, content_);
   }
   kvikio::test::TempDir dir_;

@@ -23,6 +23,7 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/curl.hpp>
+#include <kvikio/stream.hpp>
 #include <kvikio/threadpool_wrapper.hpp>
 
 namespace kvikio {
@@ -222,8 +223,24 @@ class RemoteHandle {
                                  std::size_t task_size   = defaults::task_size(),
                                  ThreadPool* thread_pool = &defaults::thread_pool());
 
+  /**
+   * @brief Reads `size` bytes at `file_offset` into device memory `devPtr` in the order of
+   * `stream`, without blocking the caller (ours; upstream has none): the bytes land after the
+   * stream's earlier work and before its later work. The requests run on the default thread
+   * pool (each one as read() makes it, with this handle's transport), staged through the
+   * stream's ring of pinned slots, as FileHandle::read_async. The handle must outlive the
+   * operation (until the future is done or the stream has passed it).
+   * @return a future whose check_bytes_done() synchronises the stream and returns `size`, or
+   * throws the first request's error.
+   * @throws std::invalid_argument if the range is past the end or `devPtr` is not device memory;
+   * kvikio::CUfileException if enqueuing on the stream fails.
+   */
+  StreamFuture read_async(void* devPtr, std::size_t size, std::size_t file_offset, CUstream stream);
+
  private:
   [[nodiscard]] RemoteBackendType backend() const;
+  /// @throws std::invalid_argument, naming `what`, if the range runs past the end.
+  void check_in_range(char const* what, std::size_t size, std::size_t offset) const;
   std::unique_ptr<RemoteEndpoint> endpoint_;
   std::size_t nbytes_;
   std::optional<RemoteBackendType> backend_;

@@ -49,6 +49,7 @@ class StreamFuture {
 
  private:
   friend class FileHandle;
+  friend class RemoteHandle;
   struct Args {
     std::size_t size;
     off_t file_offset;

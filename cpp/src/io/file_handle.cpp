@@ -457,37 +457,21 @@ void FileHandle::async_transfer(Direction dir,
   }
   PushAndPopContext const context{get_context_from_pointer(devPtr_base)};
   ThreadPool* const pool = pool_for(&defaults::thread_pool());
-  // One contiguous range per pool thread, as pread cuts device transfers.
-  std::size_t const task = device_task_size(size, defaults::task_size(), *pool);
-  std::vector<detail::StreamOrderedRange> ranges;
-  auto const base = convert_void2deviceptr(devPtr_base) + devPtr_offset;
-  for (std::size_t done = 0; done < size; done += task) {
-    ranges.push_back({base + done, std::min(task, size - done), file_offset + done});
-  }
   int const direct = (reading ? defaults::auto_direct_io_read() : defaults::auto_direct_io_write())
                        ? fd_direct_
                        : -1;
   detail::run_stream_ordered(
     stream,
     reading,
-    ranges,
+    convert_void2deviceptr(devPtr_base) + devPtr_offset,
+    size,
+    file_offset,
+    defaults::task_size(),
     [this, dir, direct](void* host, std::size_t n, std::size_t offset) {
       return host_transfer(dir, static_cast<std::byte*>(host), n, offset, direct);
     },
     *pool,
-    [bytes_p, error, what](ssize_t bytes, std::exception_ptr e) {
-      *bytes_p = bytes;
-      if (!e) { return; }
-      if (error) {
-        *error = e;
-      } else {
-        try {
-          std::rethrow_exception(e);
-        } catch (std::exception const& ex) {
-          KVIKIO_LOG_ERROR(what, " failed: ", ex.what());
-        }
-      }
-    });
+    detail::report_stream_ordered(bytes_p, std::move(error), what));
 }
 
 void FileHandle::read_async(void* devPtr_base,

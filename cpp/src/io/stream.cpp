@@ -6,7 +6,6 @@
 #include <kvikio/cufile/driver.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
-#include <kvikio/detail/stream_ordered.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/shim/cufile.hpp>
@@ -48,7 +47,6 @@ std::size_t StreamFuture::check_bytes_done()
   if (!synchronized_) {
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream_));
     synchronized_ = true;
-    detail::reclaim_stream_ordered();  // the stream is past it: its staging can be reused
   }
   if (error_ && *error_) { std::rethrow_exception(*error_); }
   KVIKIO_EXPECT(

@@ -18,6 +18,7 @@
 #include <kvikio/utils.hpp>
 
 #include <kvikio/detail/multi_poll.hpp>
+#include <kvikio/detail/stream_ordered.hpp>
 #include "range_request.hpp"
 #include "sink.hpp"
 
@@ -109,6 +110,15 @@ RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint)
   nbytes_ = endpoint_->get_file_size();
 }
 
+void RemoteHandle::check_in_range(char const* what, std::size_t size, std::size_t offset) const
+{
+  KVIKIO_EXPECT(offset <= nbytes_ && size <= nbytes_ - offset,
+                std::string{what} + ": " + std::to_string(size) + " bytes at offset " +
+                  std::to_string(offset) + " run past the end of " + endpoint_->str() + " (" +
+                  std::to_string(nbytes_) + " bytes)",
+                std::invalid_argument);
+}
+
 RemoteBackendType RemoteHandle::backend() const
 {
   return backend_.value_or(defaults::remote_backend());
@@ -117,11 +127,7 @@ RemoteBackendType RemoteHandle::backend() const
 std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_offset)
 {
   KVIKIO_NVTX_FUNC_RANGE();
-  KVIKIO_EXPECT(file_offset <= nbytes_ && size <= nbytes_ - file_offset,
-                "RemoteHandle::read: " + std::to_string(size) + " bytes at offset " +
-                  std::to_string(file_offset) + " run past the end of " + endpoint_->str() + " (" +
-                  std::to_string(nbytes_) + " bytes)",
-                std::invalid_argument);
+  check_in_range("RemoteHandle::read", size, file_offset);
   if (size == 0) { return 0; }
   KVIKIO_EXPECT(buf != nullptr, "RemoteHandle::read: null buffer", std::invalid_argument);
   CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
@@ -142,11 +148,7 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
                                              ThreadPool* thread_pool)
 {
   KVIKIO_NVTX_FUNC_RANGE();
-  KVIKIO_EXPECT(file_offset <= nbytes_ && size <= nbytes_ - file_offset,
-                "RemoteHandle::pread: " + std::to_string(size) + " bytes at offset " +
-                  std::to_string(file_offset) + " run past the end of " + endpoint_->str() + " (" +
-                  std::to_string(nbytes_) + " bytes)",
-                std::invalid_argument);
+  check_in_range("RemoteHandle::pread", size, file_offset);
   KVIKIO_EXPECT(
     buf != nullptr || size == 0, "RemoteHandle::pread: null buffer", std::invalid_argument);
   auto* const bytes = static_cast<std::byte*>(buf);
@@ -165,6 +167,36 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
     file_offset,
     task_size,
     thread_pool);
+}
+
+StreamFuture RemoteHandle::read_async(void* devPtr,
+                                      std::size_t size,
+                                      std::size_t file_offset,
+                                      CUstream stream)
+{
+  KVIKIO_NVTX_FUNC_RANGE();
+  check_in_range("RemoteHandle::read_async", size, file_offset);
+  StreamFuture future{devPtr, size, static_cast<off_t>(file_offset), 0, stream};
+  auto [base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s] = future.get_args();
+  if (size == 0) {
+    *bytes_p = 0;
+    return future;
+  }
+  KVIKIO_EXPECT(devPtr != nullptr && !is_host_memory(devPtr),
+                "RemoteHandle::read_async: the destination must be device memory",
+                std::invalid_argument);
+  PushAndPopContext const context{get_context_from_pointer(devPtr)};
+  detail::run_stream_ordered(
+    stream,
+    true,
+    convert_void2deviceptr(devPtr),
+    size,
+    file_offset,
+    defaults::task_size(),
+    [this](void* host, std::size_t n, std::size_t offset) { return read(host, n, offset); },
+    defaults::thread_pool(),
+    detail::report_stream_ordered(bytes_p, future.error_, "RemoteHandle::read_async"));
+  return future;
 }
 
 }  // namespace kvikio

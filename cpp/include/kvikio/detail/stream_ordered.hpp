@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -23,51 +24,59 @@ enum class StreamWaitKind {
   host_function,  ///< host functions on the stream that wait for the flags (a driver thread)
 };
 
-/// @brief A contiguous piece of a stream-ordered operation, handled by one pool task.
-struct StreamOrderedRange {
-  CUdeviceptr device;       ///< device memory of the piece
-  std::size_t size;         ///< its bytes
-  std::size_t file_offset;  ///< where it is in the file
-};
-
 /**
- * @brief Host I/O of one chunk: reads `size` bytes at `file_offset` into `host` (to_device), or
+ * @brief Host I/O of one piece: reads `size` bytes at `file_offset` into `host` (to_device), or
  * writes them from there; returns the bytes moved (a short read means the end of the file).
  */
 using StreamOrderedHostIo =
   std::function<std::size_t(void* host, std::size_t size, std::size_t file_offset)>;
 
 /**
- * @brief Moves `ranges` between a file and device memory in the order of `stream`, without
- * blocking the caller.
+ * @brief Moves `size` bytes between `device` and a file (or remote object) at `file_offset`,
+ * in the order of `stream`, without blocking the caller.
  *
- * Every device copy is enqueued on `stream` itself, at the call, between waits for flags in
- * pinned memory: for a read, a chunk's copy waits until a pool task has read the chunk into a
- * slot of its bounce buffer; for a write, the task waits (on the host) until the stream has
- * copied the chunk into a slot, writes it, and tells the stream the slot is free. The stream
- * thus orders the bytes after its earlier work and before its later work, and waits on the GPU
- * for nothing but the host (never for another stream: a stream blocked on a wait can hold up
- * other streams that share its hardware queue). Its last wait is for the whole operation; then
- * `on_done(bytes, error)` has run (on a pool thread): `error` is the first failure (`bytes` is
- * then -1). A failing task still releases every wait, so the stream never hangs; what it copies
- * then is unspecified, but only within the ranges.
+ * Staging is the stream's own ring of pinned slots (threads x KVIKIO_BOUNCE_BUFFER_SIZE split
+ * into KVIKIO_NUM_BOUNCE_BUFFERS slots), kept between calls. Every device copy is enqueued on
+ * `stream` itself, at the call, between waits for counters in pinned memory: for a read, a
+ * slot's copy waits until pool tasks have read its bytes into it; for a write, the tasks wait
+ * (on the host) until the stream has copied a slot's bytes in, write them, and count the slot
+ * free. The stream thus orders the bytes after its earlier work and before its later work, and
+ * waits on the GPU for nothing but the host (never for another stream: a stream blocked on a
+ * wait can hold up other streams that share its hardware queue). A call costs three driver
+ * operations per slot it fills and one more, and one pool task per thread it can use: pieces
+ * of `piece_size` are claimed in order by those tasks.
  *
- * The caller has pushed the context of `stream`. The bounce buffers are taken from the pool at
- * the call. @throws what the driver throws while enqueuing; then nothing was submitted.
+ * The stream's last wait of the operation is for its end: by then `on_done(bytes, error)` has
+ * run (on a pool thread): `error` is the first failure (`bytes` is then -1). A failing task
+ * still releases every wait, so the stream never hangs; what it copies then is unspecified, but
+ * only within the range.
+ *
+ * The caller has pushed the context of `stream`. @throws what the driver throws while
+ * enqueuing (once the operation's tasks have ended, and the stream has run what was enqueued).
  */
 void run_stream_ordered(CUstream stream,
                         bool to_device,
-                        std::vector<StreamOrderedRange> const& ranges,
+                        CUdeviceptr device,
+                        std::size_t size,
+                        std::size_t file_offset,
+                        std::size_t piece_size,
                         StreamOrderedHostIo host_io,
                         ThreadPool& pool,
                         std::function<void(ssize_t bytes, std::exception_ptr error)> on_done);
 
 /**
- * @brief Returns to their pools the staging buffers and flags of operations whose streams have
- * gone past them (also done whenever an operation starts). StreamFuture calls it after
- * synchronising.
+ * @brief The `on_done` of an operation behind a StreamFuture or upstream's pointer API: writes
+ * the bytes (or -1) to `*bytes_p`, and an error to `*error`, or, without `error` (the pointer
+ * API has nowhere to put it), logs it as a failure of `what`.
  */
-void reclaim_stream_ordered();
+[[nodiscard]] std::function<void(ssize_t, std::exception_ptr)> report_stream_ordered(
+  ssize_t* bytes_p, std::shared_ptr<std::exception_ptr> error, char const* what);
+
+/// @brief Pinned bytes held by the staging rings of streams.
+[[nodiscard]] std::size_t staging_pinned_bytes();
+
+/// @brief Frees the staging rings that are idle (nothing of theirs in flight); returns how many.
+std::size_t free_idle_staging();
 
 /**
  * @brief For tests: force one kind of wait (std::nullopt: choose, the default: stream memory

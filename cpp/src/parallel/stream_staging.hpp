@@ -1,0 +1,131 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * The staging of stream-ordered I/O: a ring of pinned slots per stream, and the counters in
+ * pinned memory through which the stream and the pool tasks tell each other how far they are.
+ */
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include <cuda.h>
+
+namespace kvikio::detail {
+
+/// @brief Whether counter `value` has reached `target`, wrap-safe (as CU_STREAM_WAIT_VALUE_GEQ).
+[[nodiscard]] constexpr bool reached(std::uint32_t value, std::uint32_t target) noexcept
+{
+  return static_cast<std::int32_t>(value - target) >= 0;
+}
+
+/**
+ * @brief A 32-bit counter in pinned, device-mapped memory that only grows.
+ *
+ * Counters are never freed and never reset: a stream may still be polling one whose wait the
+ * host already sees as satisfied, and as values only grow, a later owner (which starts from the
+ * current value) keeps every earlier wait satisfied.
+ */
+class Counter {
+ public:
+  /// @brief A counter from the process-wide pool. The caller has pushed a context.
+  static Counter take();
+  /// @brief Back to the pool, with its value.
+  static void give_back(Counter counter) noexcept;
+
+  [[nodiscard]] std::uint32_t load() const noexcept
+  {
+    return host_->load(std::memory_order_acquire);
+  }
+  /// @brief Sets the value (from the host); values only ever grow.
+  void store(std::uint32_t value) const noexcept { host_->store(value, std::memory_order_release); }
+  /// @brief Waits on the host until the value has reached `target`: spins briefly, then sleeps.
+  void wait_for(std::uint32_t target) const noexcept;
+  [[nodiscard]] CUdeviceptr device() const noexcept { return device_; }
+  [[nodiscard]] std::atomic<std::uint32_t>* host() const noexcept { return host_; }
+
+ private:
+  Counter(std::atomic<std::uint32_t>* host, CUdeviceptr device) : host_{host}, device_{device} {}
+  friend class CounterPool;
+  std::atomic<std::uint32_t>* host_;
+  CUdeviceptr device_;
+};
+
+/**
+ * @brief One staging slot: pinned memory and the generation of its last planned use. Use `g`
+ * of a slot is complete once both counters have reached `g`; use `g + 1` starts only then.
+ */
+struct StagingSlot {
+  void* memory;
+  Counter host_done;         ///< the host's part of a use is done: slot filled, or written out
+  Counter stream_done;       ///< the stream's part is done: copied out of, or into, the slot
+  std::uint32_t generation;  ///< of the last planned use
+  bool last_use_was_write{false};
+};
+
+/**
+ * @brief The staging of one stream: `num_slots` pinned slots used round robin by the
+ * operations of that stream, in the order they were enqueued, and the count of those
+ * operations that have ended (the stream's last wait of each operation is for that count).
+ *
+ * An operation is planned and enqueued under mutex(), so that a use of a slot only ever waits
+ * for uses enqueued before it: whatever the number of pool threads, nothing waits in a cycle.
+ */
+class StagingRing {
+ public:
+  /// @throws what the driver throws when pinning. The caller has pushed a context.
+  StagingRing(std::size_t num_slots, std::size_t slot_size);
+  ~StagingRing() noexcept;
+  StagingRing(StagingRing const&)            = delete;
+  StagingRing& operator=(StagingRing const&) = delete;
+
+  [[nodiscard]] std::size_t num_slots() const noexcept { return slots_.size(); }
+  [[nodiscard]] std::size_t slot_size() const noexcept { return slot_size_; }
+  [[nodiscard]] std::mutex& mutex() noexcept { return mutex_; }
+
+  /// @brief The next slot in round-robin order (under mutex()).
+  StagingSlot& next_slot() noexcept;
+  /// @brief Numbers a new operation (under mutex()).
+  std::uint32_t begin_operation() noexcept { return ++operations_begun_; }
+  /// @brief Operation `number` has ended; the count of ended operations moves on in order.
+  void end_operation(std::uint32_t number) noexcept;
+  [[nodiscard]] Counter const& operations_ended() const noexcept { return operations_ended_; }
+
+  /// @brief After an enqueue failed and the stream was synchronised: the stream's part of every
+  /// planned use is taken as done (under mutex()), so that no task waits for it.
+  void stream_caught_up() noexcept;
+
+  /// @brief Whether every planned use is complete and every operation has ended.
+  [[nodiscard]] bool is_idle() const noexcept;
+
+ private:
+  void release() noexcept;  // frees the slots, gives the counters back
+
+  std::mutex mutex_;
+  std::size_t slot_size_;
+  std::vector<StagingSlot> slots_;
+  std::size_t cursor_{0};
+  std::uint32_t operations_begun_;
+
+  mutable std::mutex ended_mutex_;
+  Counter operations_ended_;
+  std::uint32_t ended_in_order_;
+  std::set<std::uint32_t> ended_early_;  // ended before an operation begun earlier
+};
+
+/**
+ * @brief The staging ring of `stream` in the current context (per calling thread for
+ * CU_STREAM_PER_THREAD), created at first use. A ring whose shape differs from the one asked
+ * for is replaced once it is idle (until then it serves as it is). Rings of other streams that
+ * are idle are freed, least recently used first, while more than a few exist.
+ */
+[[nodiscard]] std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
+                                                            std::size_t num_slots,
+                                                            std::size_t slot_size);
+
+}  // namespace kvikio::detail
