@@ -422,6 +422,34 @@ TEST_F(OnDevice, CudaCallInsideHostFunctionIsRefused)
   if (on_simulator()) { EXPECT_EQ(call.query_result, CUDA_ERROR_NOT_PERMITTED); }
 }
 
+// An event re-recorded on another stream that completes first: a wait enqueued for the first
+// record still waits for it (a pooled event is re-recorded by unrelated work this way).
+TEST_F(OnDevice, WaitIsForTheRecordThatWasLast)
+{
+  std::size_t const n = 1 << 16;
+  auto const src      = pattern(n, 4);
+  PinnedBuffer in{n}, out{n};
+  std::memcpy(in.ptr, src.data(), n);
+  std::memset(out.ptr, poison, n);
+  DeviceBuffer dev{n};
+  Stream slow, fast, consumer;
+  Event event;
+  Gate gate;
+  gate.block(slow.handle);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoDAsync(dev.ptr, in.ptr, n, slow.handle));
+  KVIKIO_CUDA_DRIVER_TRY(api().EventRecord(event.handle, slow.handle));
+  KVIKIO_CUDA_DRIVER_TRY(api().StreamWaitEvent(consumer.handle, event.handle, 0));
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoHAsync(out.ptr, dev.ptr, n, consumer.handle));
+  KVIKIO_CUDA_DRIVER_TRY(api().EventRecord(event.handle, fast.handle));
+  KVIKIO_CUDA_DRIVER_TRY(api().StreamSynchronize(fast.handle));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(api().StreamQuery(consumer.handle), CUDA_ERROR_NOT_READY)
+    << "the wait passed on a later record of the event";
+  gate.release();
+  KVIKIO_CUDA_DRIVER_TRY(api().StreamSynchronize(consumer.handle));
+  EXPECT_EQ(0, std::memcmp(out.ptr, src.data(), n));
+}
+
 TEST_F(OnDevice, StreamMemoryOperations)
 {
   PinnedBuffer words{8};

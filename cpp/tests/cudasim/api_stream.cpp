@@ -297,13 +297,22 @@ CUresult CUDAAPI cuEventRecord(CUevent hEvent, CUstream hStream)
     return sim.misuse(
       "cuEventRecord", "event and stream belong to different contexts", CUDA_ERROR_INVALID_HANDLE);
   }
-  auto state        = event->state;
+  auto state = event->state;
+  if (state->recorded.load() - state->completed.load() >= cudasim::EventState::window) {
+    return sim.misuse("cuEventRecord",
+                      "more than 256 records of one event pending (the simulator's limit)",
+                      CUDA_ERROR_NOT_SUPPORTED);
+  }
   auto const target = state->recorded.fetch_add(1) + 1;
   Operation op{[] {}, {}, 0, false};
   op.after = [state, target] {
     state->timestamp_ns = now_ns();
-    std::uint64_t seen  = state->completed.load();
-    while (seen < target && !state->completed.compare_exchange_weak(seen, target)) {}
+    state->executed[target % cudasim::EventState::window].store(target);
+    // Move `completed` over every record that has executed, in order.
+    for (std::uint64_t seen = state->completed.load();
+         state->executed[(seen + 1) % cudasim::EventState::window].load() == seen + 1;) {
+      state->completed.compare_exchange_weak(seen, seen + 1);
+    }
   };
   cudasim::enqueue(stream, std::move(op));
   return CUDA_SUCCESS;

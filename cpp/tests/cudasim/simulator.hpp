@@ -33,10 +33,15 @@ struct Progress {
 };
 
 /// Where an event's state lives: on the heap, or in shared memory for interprocess events.
+/// Records may complete out of order (an event re-recorded on a faster stream): `completed`
+/// moves only over records that have all executed, so a wait for a record never passes before
+/// it (stricter than the driver, which waits for that record alone).
 struct EventState {
-  std::atomic<std::uint64_t> recorded{0};   // records issued
-  std::atomic<std::uint64_t> completed{0};  // highest record that has executed
+  static constexpr std::uint64_t window = 256;  // records pending at once, at most
+  std::atomic<std::uint64_t> recorded{0};       // records issued
+  std::atomic<std::uint64_t> completed{0};      // every record up to this one has executed
   std::atomic<std::int64_t> timestamp_ns{0};
+  std::atomic<std::uint64_t> executed[window]{};  // record n executed: executed[n % window] == n
 };
 
 /// Something an operation must wait for before it runs.
