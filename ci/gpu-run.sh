@@ -58,14 +58,12 @@ if [[ ${BENCH:-0} == 1 ]]; then
   fi
 fi
 # Stream-ordered reads (ASYNC_BENCH=1): N read_async on one stream against pread().get(), for
-# each of ASYNC_READS (the calls per 4 GiB: 8 is 512 MiB a call), ring depths RING and copy
-# streams COPY_STREAMS (comma-separated lists).
+# each of ASYNC_READS (the calls per 4 GiB: 8 is 512 MiB a call), ring depths RING (a list).
 if [[ ${ASYNC_BENCH:-0} == 1 ]]; then
   for reads in ${ASYNC_READS:-8}; do
     timeout 300 build/release/cpp/benchmarks/kvikio_bench local read --file /tmp/kvikio-async.bin \
       --size 4GiB --threads ${ASYNC_THREADS:-1,2,4,8,16} --task-size 4MiB --mem device --api async \
-      --async-reads "$reads" --ring-depth ${RING:-4} --async-copy-streams ${COPY_STREAMS:-1} \
-      --repeat ${REPEAT:-3} --create \
+      --async-reads "$reads" --ring-depth ${RING:-4} --repeat ${REPEAT:-3} --create \
       --json "$OUT/async-bench.jsonl" 2>&1 | tee -a "$OUT/async-bench.log" || status=1
   done
   rm -f /tmp/kvikio-async.bin

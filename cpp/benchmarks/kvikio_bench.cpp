@@ -63,13 +63,6 @@ int main(int argc, char** argv)
   local_cmd->add_option("--async-reads", local.async_reads, "N for --api async")
     ->default_val(8)
     ->check(CLI::PositiveNumber);
-  local_cmd
-    ->add_option("--async-copy-streams",
-                 local.async_copy_streams,
-                 "copy streams of the stream's staging ring to sweep, for --api async (default: "
-                 "the library's)")
-    ->delimiter(',')
-    ->check(CLI::PositiveNumber);
 #ifdef KVIKIO_BENCH_REMOTE
   kvikio::bench::RemoteOptions remote;
   auto* remote_cmd = app.add_subcommand("remote", "remote objects: RemoteHandle::pread");

@@ -178,12 +178,10 @@ int run_local(LocalOptions const& o)
   // --api async: a stream per variant (each stream keeps its own staging ring, so variants do
   // not reshape one ring back and forth), and each call's time on the caller's thread per
   // (threads, variant).
-  std::vector<std::size_t> copy_streams = o.async_copy_streams;
-  if (copy_streams.empty()) { copy_streams.push_back(detail::stream_ordered_copy_streams()); }
-  std::map<std::pair<std::size_t, std::size_t>, CUstream> async_streams;  // (k, copy streams)
+  std::map<std::size_t, CUstream> async_streams;  // per ring depth k
   std::map<std::pair<unsigned, std::string>, std::vector<double>> call_us;
-  auto async_stream = [&](std::size_t k, std::size_t m) {
-    auto& s = async_streams[{k, m}];
+  auto async_stream = [&](std::size_t k) {
+    auto& s = async_streams[k];
     if (s == nullptr) { KVIKIO_CUDA_DRIVER_TRY(driver->StreamCreate(&s, CU_STREAM_NON_BLOCKING)); }
     return s;
   };
@@ -259,30 +257,27 @@ int run_local(LocalOptions const& o)
       // the same reads as pread().get() one after the other.
       std::size_t const piece = size / o.async_reads;
       for (std::size_t k : depths) {
-        for (std::size_t m : copy_streams) {
-          std::string const name = "kvikio read_async x" + std::to_string(o.async_reads) +
-                                   " k=" + std::to_string(k) + " s=" + std::to_string(m);
-          variants.push_back(
-            {name,
-             k,
-             [&, k, m, piece, name, stream = async_stream(k, m)] {
-               defaults::set_num_bounce_buffers(k);
-               detail::set_stream_ordered_copy_streams(m);
-               std::vector<StreamFuture> futures;
-               for (unsigned i = 0; i < o.async_reads; ++i) {
-                 auto const off = static_cast<off_t>(i * piece);
-                 auto const t0  = std::chrono::steady_clock::now();
-                 futures.push_back(file.read_async(kvikio_buf, piece, off, off, stream));
-                 call_us[{nthreads, name}].push_back(
-                   std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                     .count());
-               }
-               for (auto& f : futures) {
-                 KVIKIO_EXPECT(f.check_bytes_done() == piece, "short read_async");
-               }
-             },
-             true});
-        }
+        std::string const name =
+          "kvikio read_async x" + std::to_string(o.async_reads) + " k=" + std::to_string(k);
+        variants.push_back(
+          {name,
+           k,
+           [&, k, piece, name, stream = async_stream(k)] {
+             defaults::set_num_bounce_buffers(k);
+             std::vector<StreamFuture> futures;
+             for (unsigned i = 0; i < o.async_reads; ++i) {
+               auto const off = static_cast<off_t>(i * piece);
+               auto const t0  = std::chrono::steady_clock::now();
+               futures.push_back(file.read_async(kvikio_buf, piece, off, off, stream));
+               call_us[{nthreads, name}].push_back(
+                 std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                   .count());
+             }
+             for (auto& f : futures) {
+               KVIKIO_EXPECT(f.check_bytes_done() == piece, "short read_async");
+             }
+           },
+           true});
         variants.push_back(
           {"kvikio pread+get x" + std::to_string(o.async_reads) + " k=" + std::to_string(k),
            k,

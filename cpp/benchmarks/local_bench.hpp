@@ -26,7 +26,6 @@ struct LocalOptions {
   std::string io_size_text{"4KiB"};
   std::string api{"pread"};  // async: device reads as N read_async back to back on one stream
   unsigned async_reads{8};   // N
-  std::vector<std::size_t> async_copy_streams;  // copy streams of the stream's ring to sweep
 };
 
 /// Runs `kvikio_bench local ...`; returns the process exit code.

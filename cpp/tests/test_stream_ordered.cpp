@@ -18,7 +18,6 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -58,7 +57,7 @@ void PrintTo(StreamWaitKind kind, std::ostream* os) { *os << name(kind); }
 namespace {
 
 class StreamOrdered : public kvikio::test::OnDevice,
-                      public ::testing::WithParamInterface<std::tuple<StreamWaitKind, int>> {
+                      public ::testing::WithParamInterface<StreamWaitKind> {
  protected:
   void SetUp() override
   {
@@ -68,17 +67,14 @@ class StreamOrdered : public kvikio::test::OnDevice,
     kvikio::defaults::set_thread_pool_nthreads(4);
     kvikio::defaults::set_task_size(1 << 20);
     kvikio::defaults::set_bounce_buffer_size(1 << 20);  // 256 KiB slots: several per task
-    kvikio::detail::force_stream_wait_kind(kind());
-    kvikio::detail::set_stream_ordered_copy_streams(std::get<1>(GetParam()));
+    kvikio::detail::force_stream_wait_kind(GetParam());
     kvikio::test::write_file(path_, content_);
   }
   void TearDown() override
   {
     kvikio::detail::force_stream_wait_kind(std::nullopt);
-    kvikio::detail::set_stream_ordered_copy_streams(1);
     OnDevice::TearDown();
   }
-  static StreamWaitKind kind() { return std::get<0>(GetParam()); }
   kvikio::test::TempDir dir_;
   std::string path_                  = dir_.file("data");
   std::vector<std::uint8_t> content_ = pattern((3 << 20) + 333, 81);
@@ -105,7 +101,7 @@ TEST_P(StreamOrdered, ReadLandsBetweenEarlierAndLaterWork)
     ASSERT_EQ(out.bytes()[i], poison);
     ASSERT_EQ(out.bytes()[guard + size + i], poison);
   }
-  EXPECT_EQ(kvikio::detail::last_stream_wait_kind(), kind());
+  EXPECT_EQ(kvikio::detail::last_stream_wait_kind(), GetParam());
 }
 
 TEST_P(StreamOrdered, WriteWritesWhatEarlierWorkLeft)
@@ -376,16 +372,11 @@ TEST_P(StreamOrdered, FailedTaskIsReportedAndReleasesTheStream)
   EXPECT_EQ(back, content_);
 }
 
-// Each way of waiting, with the caller's stream copying and with three copy streams of the ring.
 INSTANTIATE_TEST_SUITE_P(Waits,
                          StreamOrdered,
-                         ::testing::Combine(::testing::Values(StreamWaitKind::stream_memops,
-                                                              StreamWaitKind::host_function),
-                                            ::testing::Values(1, 3)),
-                         [](auto const& info) {
-                           return name(std::get<0>(info.param)) + "_CopyStreams" +
-                                  std::to_string(std::get<1>(info.param));
-                         });
+                         ::testing::Values(StreamWaitKind::stream_memops,
+                                           StreamWaitKind::host_function),
+                         [](auto const& info) { return name(info.param); });
 
 // Run by ctest with a CUDASIM_FAIL rule (the test says which); skipped otherwise.
 class Injected : public kvikio::test::OnDevice {

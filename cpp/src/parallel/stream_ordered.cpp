@@ -15,7 +15,6 @@
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/posix_io.hpp>
 #include <kvikio/error.hpp>
-#include <kvikio/event.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
 
@@ -24,7 +23,6 @@
 namespace kvikio::detail {
 namespace {
 
-std::atomic<std::size_t> copy_streams{1};
 std::mutex kind_mutex;
 std::optional<StreamWaitKind> forced_kind;
 std::optional<StreamWaitKind> last_kind;
@@ -170,39 +168,14 @@ struct Operation {
 
   /// The stream's part: reads wait for a slot's bytes, copy, count the copy done; writes wait
   /// for the slot to be free (if a write used it last), copy in, count the copy done.
-  /// With copy streams of the ring's own, they wait for the caller's stream first, and it for
-  /// them at the end (the events can go back to their pool at once: a wait is for the record
-  /// that was last when it was enqueued).
   CUresult enqueue(CUstream stream, StreamWaitKind kind) const
   {
-    auto& api          = cudaAPI::instance();
-    auto const& copies = ring->copy_streams();
-    CUresult r         = CUDA_SUCCESS;
-    if (!copies.empty()) {
-      Event const fork = EventPool::instance().get();
-      if ((r = api.EventRecord(fork.get(), stream)) != CUDA_SUCCESS) { return r; }
-      for (CUstream c : copies) {
-        if ((r = api.StreamWaitEvent(c, fork.get(), 0)) != CUDA_SUCCESS) { return r; }
-      }
-    }
-    if ((r = enqueue_copies(stream, kind)) != CUDA_SUCCESS) { return r; }
-    for (CUstream c : copies) {
-      Event const join = EventPool::instance().get();
-      if ((r = api.EventRecord(join.get(), c)) != CUDA_SUCCESS) { return r; }
-      if ((r = api.StreamWaitEvent(stream, join.get(), 0)) != CUDA_SUCCESS) { return r; }
-    }
-    return StreamSide{stream, kind}.wait(ring->operations_ended(), number);
-  }
-
-  CUresult enqueue_copies(CUstream caller, StreamWaitKind kind) const
-  {
+    StreamSide const side{stream, kind};
     auto& api = cudaAPI::instance();
     for (std::size_t i = 0; i < num_groups; ++i) {
-      auto const& g         = groups[i];
-      auto& slot            = *g.slot;
-      CUstream const stream = slot.copy_stream != nullptr ? slot.copy_stream : caller;
-      StreamSide const side{stream, kind};
-      CUresult r = CUDA_SUCCESS;
+      auto const& g = groups[i];
+      auto& slot    = *g.slot;
+      CUresult r    = CUDA_SUCCESS;
       if (to_device) {
         if ((r = side.wait(slot.host_done, g.generation)) != CUDA_SUCCESS) { return r; }
         r = api.MemcpyHtoDAsync(g.device, slot.memory, g.size, stream);
@@ -216,7 +189,7 @@ struct Operation {
       if (r != CUDA_SUCCESS) { return r; }
       if ((r = side.signal(slot.stream_done, g.generation)) != CUDA_SUCCESS) { return r; }
     }
-    return CUDA_SUCCESS;
+    return side.wait(ring->operations_ended(), number);
   }
 };
 
@@ -228,10 +201,6 @@ StreamWaitKind chosen_kind()
 }
 
 }  // namespace
-
-void set_stream_ordered_copy_streams(std::size_t n) noexcept { copy_streams.store(n); }
-
-std::size_t stream_ordered_copy_streams() noexcept { return copy_streams.load(); }
 
 void force_stream_wait_kind(std::optional<StreamWaitKind> kind) noexcept
 {
@@ -289,7 +258,7 @@ void run_stream_ordered(CUstream stream,
   std::size_t const slot_size = std::max(page, budget / k / page * page);
   std::size_t const num_slots = std::max<std::size_t>(1, std::min(k, budget / slot_size));
   auto op                     = std::make_shared<Operation>();
-  op->ring                    = staging_ring_for(stream, num_slots, slot_size, copy_streams.load());
+  op->ring                    = staging_ring_for(stream, num_slots, slot_size);
   op->to_device               = to_device;
   op->host_io                 = std::move(host_io);
   op->on_done                 = std::move(on_done);
@@ -362,9 +331,6 @@ void run_stream_ordered(CUstream stream,
     // caller's pointers), then throw.
     op->failed.store(true, std::memory_order_release);
     (void)cudaAPI::instance().StreamSynchronize(stream);
-    for (CUstream c : ring.copy_streams()) {
-      (void)cudaAPI::instance().StreamSynchronize(c);
-    }
     ring.stream_caught_up();
     op->ring->operations_ended().wait_for(op->number);
     KVIKIO_CUDA_DRIVER_TRY(r);

@@ -81,7 +81,7 @@ void Counter::wait_for(std::uint32_t target) const noexcept
   }
 }
 
-StagingRing::StagingRing(std::size_t num_slots, std::size_t slot_size, std::size_t copy_streams)
+StagingRing::StagingRing(std::size_t num_slots, std::size_t slot_size)
   : slot_size_{slot_size},
     operations_ended_{Counter::take()},
     ended_in_order_{operations_ended_.load()}
@@ -89,11 +89,6 @@ StagingRing::StagingRing(std::size_t num_slots, std::size_t slot_size, std::size
   operations_begun_ = ended_in_order_;
   slots_.reserve(num_slots);
   try {
-    for (std::size_t i = 0; copy_streams > 1 && i < std::min(copy_streams, num_slots); ++i) {
-      CUstream s{};
-      KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamCreate(&s, CU_STREAM_NON_BLOCKING));
-      streams_.push_back(s);
-    }
     for (std::size_t i = 0; i < num_slots; ++i) {
       auto host_done   = Counter::take();
       auto stream_done = Counter::take();
@@ -110,8 +105,7 @@ StagingRing::StagingRing(std::size_t num_slots, std::size_t slot_size, std::size
         Counter::give_back(stream_done);
         throw;
       }
-      CUstream const copy_stream = streams_.empty() ? nullptr : streams_[i % streams_.size()];
-      slots_.push_back(StagingSlot{memory, copy_stream, host_done, stream_done, base});
+      slots_.push_back(StagingSlot{memory, host_done, stream_done, base});
     }
   } catch (...) {
     release();
@@ -129,12 +123,6 @@ void StagingRing::release() noexcept
     Counter::give_back(slot.stream_done);
   }
   slots_.clear();
-  for (CUstream s : streams_) {
-    if (auto const r = cudaAPI::instance().StreamDestroy(s); r != CUDA_SUCCESS) {
-      KVIKIO_LOG_ERROR("stream-ordered I/O: destroying a copy stream failed (", r, ")");
-    }
-  }
-  streams_.clear();
   Counter::give_back(operations_ended_);
 }
 
@@ -224,8 +212,7 @@ void free_idle_rings_locked(std::size_t keep)
 
 std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
                                               std::size_t num_slots,
-                                              std::size_t slot_size,
-                                              std::size_t copy_streams)
+                                              std::size_t slot_size)
 {
   CUcontext ctx{};
   KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
@@ -236,10 +223,8 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
   auto& rings = registry();
   auto it     = rings.find(key);
   if (it != rings.end()) {
-    auto& ring                = it->second.ring;
-    std::size_t const streams = copy_streams > 1 ? std::min(copy_streams, num_slots) : 0;
-    bool const reshape        = ring->num_slots() != num_slots || ring->slot_size() != slot_size ||
-                         ring->copy_streams().size() != streams;
+    auto& ring         = it->second.ring;
+    bool const reshape = ring->num_slots() != num_slots || ring->slot_size() != slot_size;
     if (!reshape || !ring->is_idle()) {
       it->second.last_use = ++uses;
       return ring;
@@ -247,7 +232,7 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
     rings.erase(it);
   }
   free_idle_rings_locked(rings_kept - 1);
-  auto ring = std::make_shared<StagingRing>(num_slots, slot_size, copy_streams);
+  auto ring = std::make_shared<StagingRing>(num_slots, slot_size);
   rings.emplace(key, Entry{ring, ++uses});
   return ring;
 }

@@ -62,7 +62,6 @@ class Counter {
  */
 struct StagingSlot {
   void* memory;
-  CUstream copy_stream;      ///< where its copies run: one of the ring's, or null (the caller's)
   Counter host_done;         ///< the host's part of a use is done: slot filled, or written out
   Counter stream_done;       ///< the stream's part is done: copied out of, or into, the slot
   std::uint32_t generation;  ///< of the last planned use
@@ -79,21 +78,14 @@ struct StagingSlot {
  */
 class StagingRing {
  public:
-  /**
-   * @param copy_streams streams of the ring's own that copy (slot i on stream i mod n), forked
-   * from the caller's stream and joined back at each call, so that copies of several slots run
-   * at once; 0 or 1: the caller's stream copies.
-   * @throws what the driver throws when pinning. The caller has pushed a context.
-   */
-  StagingRing(std::size_t num_slots, std::size_t slot_size, std::size_t copy_streams);
+  /// @throws what the driver throws when pinning. The caller has pushed a context.
+  StagingRing(std::size_t num_slots, std::size_t slot_size);
   ~StagingRing() noexcept;
   StagingRing(StagingRing const&)            = delete;
   StagingRing& operator=(StagingRing const&) = delete;
 
   [[nodiscard]] std::size_t num_slots() const noexcept { return slots_.size(); }
   [[nodiscard]] std::size_t slot_size() const noexcept { return slot_size_; }
-  /// @brief The ring's copy streams (empty: the caller's stream copies).
-  [[nodiscard]] std::vector<CUstream> const& copy_streams() const noexcept { return streams_; }
   [[nodiscard]] std::mutex& mutex() noexcept { return mutex_; }
 
   /// @brief The next slot in round-robin order (under mutex()).
@@ -117,7 +109,6 @@ class StagingRing {
   std::mutex mutex_;
   std::size_t slot_size_;
   std::vector<StagingSlot> slots_;
-  std::vector<CUstream> streams_;
   std::size_t cursor_{0};
   std::uint32_t operations_begun_;
 
@@ -135,7 +126,6 @@ class StagingRing {
  */
 [[nodiscard]] std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
                                                             std::size_t num_slots,
-                                                            std::size_t slot_size,
-                                                            std::size_t copy_streams);
+                                                            std::size_t slot_size);
 
 }  // namespace kvikio::detail

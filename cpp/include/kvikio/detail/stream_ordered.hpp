@@ -79,15 +79,6 @@ void run_stream_ordered(CUstream stream,
 std::size_t free_idle_staging();
 
 /**
- * @brief How many streams of its own a stream's ring copies on (slot i on stream i mod n, at
- * most one per slot), forked from the caller's stream and joined back at each call, so that
- * copies of several slots run at once; 1: the caller's stream copies. Takes effect when a ring
- * is next made (at a stream's first call, or once idle).
- */
-void set_stream_ordered_copy_streams(std::size_t n) noexcept;
-[[nodiscard]] std::size_t stream_ordered_copy_streams() noexcept;
-
-/**
  * @brief For tests: force one kind of wait (std::nullopt: choose, the default: stream memory
  * operations, or host functions once the driver refused them).
  */
