@@ -4,6 +4,7 @@
 #include <kvikio/detail/stream_ordered.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -34,17 +35,25 @@ struct HostStep {
   std::uint32_t value;
 };
 
-/// The stream's side of the counters: stream memory operations, or host functions.
+/**
+ * The stream's side of the counters: stream memory operations, or host functions. Memory
+ * operations are held until flush() (before each copy and at the end) and then enqueued as one
+ * batch: a slot's signal and the next slot's wait cost one driver call.
+ */
 class StreamSide {
  public:
   StreamSide(CUstream stream, StreamWaitKind kind) : stream_{stream}, kind_{kind} {}
 
   /// The stream goes on once `counter` has reached `value`.
-  CUresult wait(Counter counter, std::uint32_t value) const
+  CUresult wait(Counter counter, std::uint32_t value)
   {
     if (kind_ == StreamWaitKind::stream_memops) {
-      return cudaAPI::instance().StreamWaitValue32(
-        stream_, counter.device(), value, CU_STREAM_WAIT_VALUE_GEQ);
+      CUstreamBatchMemOpParams p{};
+      p.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+      p.waitValue.address   = counter.device();
+      p.waitValue.value     = value;
+      p.waitValue.flags     = CU_STREAM_WAIT_VALUE_GEQ;
+      return hold(p);
     }
     return launch(counter, value, [](void* p) {
       std::unique_ptr<HostStep> const step{static_cast<HostStep*>(p)};
@@ -53,10 +62,14 @@ class StreamSide {
   }
 
   /// The stream sets `counter` to `value` when it gets there (after its earlier work).
-  CUresult signal(Counter counter, std::uint32_t value) const
+  CUresult signal(Counter counter, std::uint32_t value)
   {
     if (kind_ == StreamWaitKind::stream_memops) {
-      return cudaAPI::instance().StreamWriteValue32(stream_, counter.device(), value, 0);
+      CUstreamBatchMemOpParams p{};
+      p.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+      p.writeValue.address   = counter.device();
+      p.writeValue.value     = value;
+      return hold(p);
     }
     return launch(counter, value, [](void* p) {
       std::unique_ptr<HostStep> const step{static_cast<HostStep*>(p)};
@@ -64,7 +77,36 @@ class StreamSide {
     });
   }
 
+  /// Enqueues the memory operations held: one batch, or one call where the driver has no
+  /// batches or there is only one.
+  CUresult flush()
+  {
+    auto& api           = cudaAPI::instance();
+    std::size_t const n = std::exchange(held_, 0);
+    if (n > 1 && api.StreamBatchMemOp != nullptr) {
+      return api.StreamBatchMemOp(stream_, static_cast<unsigned>(n), ops_.data(), 0);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      auto const& p = ops_[i];
+      CUresult const r =
+        p.operation == CU_STREAM_MEM_OP_WAIT_VALUE_32
+          ? api.StreamWaitValue32(
+              stream_, p.waitValue.address, p.waitValue.value, p.waitValue.flags)
+          : api.StreamWriteValue32(stream_, p.writeValue.address, p.writeValue.value, 0);
+      if (r != CUDA_SUCCESS) { return r; }
+    }
+    return CUDA_SUCCESS;
+  }
+
  private:
+  CUresult hold(CUstreamBatchMemOpParams const& p)
+  {
+    if (held_ == ops_.size()) {
+      if (auto const r = flush(); r != CUDA_SUCCESS) { return r; }
+    }
+    ops_[held_++] = p;
+    return CUDA_SUCCESS;
+  }
   CUresult launch(Counter counter, std::uint32_t value, CUhostFn fn) const
   {
     auto step        = std::make_unique<HostStep>(HostStep{counter, value});
@@ -74,6 +116,8 @@ class StreamSide {
   }
   CUstream stream_;
   StreamWaitKind kind_;
+  std::array<CUstreamBatchMemOpParams, 4> ops_{};
+  std::size_t held_{0};
 };
 
 /// One use of a slot: the bytes it stages and the generation of the use.
@@ -170,26 +214,25 @@ struct Operation {
   /// for the slot to be free (if a write used it last), copy in, count the copy done.
   CUresult enqueue(CUstream stream, StreamWaitKind kind) const
   {
-    StreamSide const side{stream, kind};
-    auto& api = cudaAPI::instance();
+    StreamSide side{stream, kind};
+    auto& api  = cudaAPI::instance();
+    CUresult r = CUDA_SUCCESS;
     for (std::size_t i = 0; i < num_groups; ++i) {
       auto const& g = groups[i];
       auto& slot    = *g.slot;
-      CUresult r    = CUDA_SUCCESS;
       if (to_device) {
         if ((r = side.wait(slot.host_done, g.generation)) != CUDA_SUCCESS) { return r; }
-        r = api.MemcpyHtoDAsync(g.device, slot.memory, g.size, stream);
-      } else {
-        if (g.previous_use_was_write &&
-            (r = side.wait(slot.host_done, g.generation - 1)) != CUDA_SUCCESS) {
-          return r;
-        }
-        r = api.MemcpyDtoHAsync(slot.memory, g.device, g.size, stream);
+      } else if (g.previous_use_was_write) {
+        if ((r = side.wait(slot.host_done, g.generation - 1)) != CUDA_SUCCESS) { return r; }
       }
+      if ((r = side.flush()) != CUDA_SUCCESS) { return r; }
+      r = to_device ? api.MemcpyHtoDAsync(g.device, slot.memory, g.size, stream)
+                    : api.MemcpyDtoHAsync(slot.memory, g.device, g.size, stream);
       if (r != CUDA_SUCCESS) { return r; }
       if ((r = side.signal(slot.stream_done, g.generation)) != CUDA_SUCCESS) { return r; }
     }
-    return side.wait(ring->operations_ended(), number);
+    if ((r = side.wait(ring->operations_ended(), number)) != CUDA_SUCCESS) { return r; }
+    return side.flush();
   }
 };
 

@@ -87,6 +87,32 @@ CUresult stream_word(char const* entry, CUdeviceptr addr, std::atomic<std::uint3
   return CUDA_SUCCESS;
 }
 
+// What a stream runs for a 32-bit wait: blocks until `word` meets `condition` against `value`.
+std::function<void()> wait_value(std::atomic<std::uint32_t>* word,
+                                 std::uint32_t value,
+                                 unsigned condition)
+{
+  auto satisfied = [word, value, condition] {
+    std::uint32_t const v = word->load(std::memory_order_acquire);
+    switch (condition) {
+      case CU_STREAM_WAIT_VALUE_GEQ: return static_cast<std::int32_t>(v - value) >= 0;
+      case CU_STREAM_WAIT_VALUE_EQ: return v == value;
+      case CU_STREAM_WAIT_VALUE_AND: return (v & value) != 0;
+      default: return ~(v | value) != 0;  // NOR
+    }
+  };
+  return [satisfied] { Simulator::get().wait_until(satisfied); };
+}
+
+// What a stream runs for a 32-bit write.
+std::function<void()> write_value(std::atomic<std::uint32_t>* word, std::uint32_t value)
+{
+  return [word, value] {
+    word->store(value, std::memory_order_release);
+    Simulator::get().notify_progress();
+  };
+}
+
 }  // namespace
 
 extern "C" {
@@ -203,17 +229,7 @@ CUresult CUDAAPI cuStreamWaitValue32(CUstream stream,
   CUresult r{};
   auto* s = cudasim::resolve_stream(stream, "cuStreamWaitValue32", r);
   if (s == nullptr) { return r; }
-  auto satisfied = [word, value, condition] {
-    std::uint32_t const v = word->load(std::memory_order_acquire);
-    switch (condition) {
-      case CU_STREAM_WAIT_VALUE_GEQ: return static_cast<std::int32_t>(v - value) >= 0;
-      case CU_STREAM_WAIT_VALUE_EQ: return v == value;
-      case CU_STREAM_WAIT_VALUE_AND: return (v & value) != 0;
-      default: return ~(v | value) != 0;  // NOR
-    }
-  };
-  cudasim::enqueue(
-    s, Operation{[satisfied] { Simulator::get().wait_until(satisfied); }, {}, 0, false});
+  cudasim::enqueue(s, Operation{wait_value(word, value, condition), {}, 0, false});
   return CUDA_SUCCESS;
 }
 
@@ -233,10 +249,60 @@ CUresult CUDAAPI cuStreamWriteValue32(CUstream stream,
   CUresult r{};
   auto* s = cudasim::resolve_stream(stream, "cuStreamWriteValue32", r);
   if (s == nullptr) { return r; }
+  cudasim::enqueue(s, Operation{write_value(word, value), {}, 0, false});
+  return CUDA_SUCCESS;
+}
+
+// 32-bit waits and writes only (what KvikIO uses); at most 256 of them, as the driver allows.
+// They run in array order, as one operation of the stream.
+CUresult CUDAAPI cuStreamBatchMemOp(CUstream stream,
+                                    unsigned int count,
+                                    CUstreamBatchMemOpParams* params,
+                                    unsigned int flags)
+{
+  CUDASIM_ENTER("cuStreamBatchMemOp");
+  auto& sim = Simulator::get();
+  if (flags != 0 || count == 0 || count > 256 || params == nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::lock_guard const lock{sim.mutex};
+  std::vector<std::function<void()>> steps;
+  for (unsigned i = 0; i < count; ++i) {
+    auto const& p                    = params[i];
+    std::atomic<std::uint32_t>* word = nullptr;
+    if (p.operation == CU_STREAM_MEM_OP_WAIT_VALUE_32) {
+      unsigned const condition =
+        p.waitValue.flags & ~static_cast<unsigned>(CU_STREAM_WAIT_VALUE_FLUSH);
+      if (condition > CU_STREAM_WAIT_VALUE_NOR) { return CUDA_ERROR_INVALID_VALUE; }
+      if (auto r = stream_word("cuStreamBatchMemOp", p.waitValue.address, word);
+          r != CUDA_SUCCESS) {
+        return r;
+      }
+      steps.push_back(wait_value(word, p.waitValue.value, condition));
+    } else if (p.operation == CU_STREAM_MEM_OP_WRITE_VALUE_32) {
+      if ((p.writeValue.flags & ~static_cast<unsigned>(CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)) !=
+          0) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+      if (auto r = stream_word("cuStreamBatchMemOp", p.writeValue.address, word);
+          r != CUDA_SUCCESS) {
+        return r;
+      }
+      steps.push_back(write_value(word, p.writeValue.value));
+    } else {
+      return sim.misuse("cuStreamBatchMemOp",
+                        "only 32-bit waits and writes are simulated",
+                        CUDA_ERROR_NOT_SUPPORTED);
+    }
+  }
+  CUresult r{};
+  auto* s = cudasim::resolve_stream(stream, "cuStreamBatchMemOp", r);
+  if (s == nullptr) { return r; }
   cudasim::enqueue(s,
-                   Operation{[word, value] {
-                               word->store(value, std::memory_order_release);
-                               Simulator::get().notify_progress();
+                   Operation{[steps = std::move(steps)] {
+                               for (auto const& step : steps) {
+                                 step();
+                               }
                              },
                              {},
                              0,

@@ -88,7 +88,9 @@ namespace kvikio {
  * @brief Entry points of newer drivers: X(member name, driver function). They are null when the
  * loaded driver lacks them; callers check before use.
  */
-#define KVIKIO_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(X) X(MemcpyBatchAsync, cuMemcpyBatchAsync)
+#define KVIKIO_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(X) \
+  X(MemcpyBatchAsync, cuMemcpyBatchAsync)           \
+  X(StreamBatchMemOp, cuStreamBatchMemOp)
 
 /**
  * @brief Table of CUDA driver functions, resolved once from `libcuda.so.1`.
