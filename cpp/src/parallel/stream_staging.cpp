@@ -163,6 +163,8 @@ void StagingRing::stream_caught_up() noexcept
 
 bool StagingRing::is_idle() const noexcept
 {
+  std::unique_lock const planning{mutex_, std::try_to_lock};
+  if (!planning.owns_lock()) { return false; }  // an operation is being planned
   {
     std::lock_guard const lock{ended_mutex_};
     if (ended_in_order_ != operations_begun_) { return false; }

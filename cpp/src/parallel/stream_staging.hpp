@@ -100,13 +100,14 @@ class StagingRing {
   /// planned use is taken as done (under mutex()), so that no task waits for it.
   void stream_caught_up() noexcept;
 
-  /// @brief Whether every planned use is complete and every operation has ended.
+  /// @brief Whether every planned use is complete and every operation has ended (false while
+  /// one is being planned).
   [[nodiscard]] bool is_idle() const noexcept;
 
  private:
   void release() noexcept;  // frees the slots, gives the counters back
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::size_t slot_size_;
   std::vector<StagingSlot> slots_;
   std::size_t cursor_{0};
