@@ -12,6 +12,7 @@ packages=(
   ninja-build           # build tool
   libgtest-dev          # GoogleTest, the C++ test framework
   libcurl4-openssl-dev  # libcurl, the HTTP/S3 client of remote I/O
+  liburing-dev          # liburing (static), the io_uring local backend
   libcli11-dev          # CLI11, the command line of kvikio_bench
   clang-format          # the formatting check of ./build.sh test
   nginx-light           # the real HTTP server of the remote I/O tests

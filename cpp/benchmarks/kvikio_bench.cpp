@@ -60,6 +60,10 @@ int main(int argc, char** argv)
                  "one stream, beside the same reads as pread + get")
     ->default_val("pread")
     ->check(CLI::IsMember({"pread", "async"}));
+  local_cmd->add_option("--backend", local.backends, "local backends to compare: posix, io_uring")
+    ->delimiter(',')
+    ->default_str("posix")
+    ->check(CLI::IsMember({"posix", "io_uring"}));
   local_cmd->add_option("--async-reads", local.async_reads, "N for --api async")
     ->default_val(8)
     ->check(CLI::PositiveNumber);

@@ -290,15 +290,20 @@ int run_local(LocalOptions const& o)
            }});
       }
     } else {
-      for (std::size_t k : depths) {
-        variants.push_back({"kvikio k=" + std::to_string(k), k, [&, k] {
-                              defaults::set_num_bounce_buffers(k);
-                              auto const n = read ? file.pread(kvikio_buf, size, 0, task).get()
-                                                  : file.pwrite(kvikio_buf, size, 0, task).get();
-                              KVIKIO_EXPECT(n == size,
-                                            "kvikio moved " + std::to_string(n) + " of " +
-                                              std::to_string(size) + " bytes");
-                            }});
+      for (auto const& backend : o.backends) {
+        for (std::size_t k : depths) {
+          variants.push_back(
+            {"kvikio " + backend + " k=" + std::to_string(k), k, [&, k, backend] {
+               defaults::set_num_bounce_buffers(k);
+               defaults::set_local_io_backend(detail::parse_local_io_backend("--backend", backend));
+               auto const n = read ? file.pread(kvikio_buf, size, 0, task).get()
+                                   : file.pwrite(kvikio_buf, size, 0, task).get();
+               defaults::set_local_io_backend(LocalIOBackend::POSIX);
+               KVIKIO_EXPECT(
+                 n == size,
+                 "kvikio moved " + std::to_string(n) + " of " + std::to_string(size) + " bytes");
+             }});
+        }
       }
       if (!device) {
         variants.push_back(

@@ -26,6 +26,8 @@ struct LocalOptions {
   std::string io_size_text{"4KiB"};
   std::string api{"pread"};  // async: device reads as N read_async back to back on one stream
   unsigned async_reads{8};   // N
+  std::vector<std::string> backends{
+    "posix"};  // local backends to compare (KVIKIO_LOCAL_IO_BACKEND)
 };
 
 /// Runs `kvikio_bench local ...`; returns the process exit code.

@@ -19,6 +19,7 @@
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/nvtx.hpp>
 #include <kvikio/detail/posix_io.hpp>
+#include <kvikio/detail/io_uring_io.hpp>
 #include <kvikio/detail/stream_ordered.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/parallel_operation.hpp>
@@ -70,7 +71,8 @@ ThreadPool* block_device_pool(dev_t device)
 
 // Device transfers go in one contiguous range per pool thread (a multiple of task_size), so
 // that each task's ring overlaps reading chunk i+1 with copying chunk i across the whole range;
-// with one task per chunk every task would end waiting for its only copy.
+// with one task per chunk every task would end waiting for its only copy. io_uring host
+// transfers too: a range keeps many requests in flight.
 std::size_t device_task_size(std::size_t size, std::size_t task_size, ThreadPool const& pool)
 {
   std::size_t const threads    = std::max<std::size_t>(pool.get_thread_count(), 1);
@@ -301,13 +303,17 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
     if (size < gds_threshold) {  // small: a task hand-off would cost more than the transfer
       return make_ready_future(host_transfer(dir, bytes, size, file_offset, direct));
     }
+    // With io_uring, one range per pool thread: a thread keeps many requests in flight (kernel
+    // workers copy them), so fewer, longer tasks go as fast with fewer threads.
+    bool const uring =
+      defaults::local_io_backend() == LocalIOBackend::IO_URING && detail::io_uring_usable();
     return parallel_io(
       [this, dir, bytes, direct](std::size_t buf_offset, std::size_t n, std::size_t offset) {
         return host_transfer(dir, bytes + buf_offset, n, offset, direct);
       },
       size,
       file_offset,
-      task_size,
+      uring ? device_task_size(size, task_size, *pool) : task_size,
       pool,
       alignment);
   }

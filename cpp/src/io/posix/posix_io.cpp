@@ -18,6 +18,7 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
+#include <kvikio/detail/io_uring_io.hpp>
 #include <kvikio/detail/nvtx.hpp>
 #include <kvikio/detail/stream_cache.hpp>
 #include <kvikio/error.hpp>
@@ -54,18 +55,19 @@ std::size_t transfer_once(Op op, int fd, void* buf, std::size_t size, std::size_
   }
 }
 
-// Exactly `size` bytes through `fd`, however many calls it takes.
+// Exactly `size` bytes through `fd`, however many calls it takes; with the io_uring backend,
+// in requests that kernel workers serve at once.
 void transfer_all(Op op, int fd, std::byte* buf, std::size_t size, std::size_t offset)
 {
+  if (size > 0 && defaults::local_io_backend() == LocalIOBackend::IO_URING && io_uring_usable()) {
+    io_uring_transfer_all(op == Op::read, fd, buf, size, offset);
+    return;
+  }
   std::size_t done = 0;
   while (done < size) {
     std::size_t const n = transfer_once(op, fd, buf + done, size - done, offset + done);
     if (n == 0) {
-      if (op == Op::read) {
-        throw std::out_of_range("KvikIO: read past the end of the file: " + std::to_string(size) +
-                                " bytes at offset " + std::to_string(offset) +
-                                " requested, the file has " + file_size_text(fd) + " bytes");
-      }
+      if (op == Op::read) { throw_read_past_end(fd, size, offset); }
       throw_system_error(EIO, __FILE__, __LINE__, "pwrite wrote nothing");
     }
     done += n;
@@ -223,6 +225,13 @@ std::size_t device_io(Op op,
 }
 
 }  // namespace
+
+void throw_read_past_end(int fd, std::size_t size, std::size_t offset)
+{
+  throw std::out_of_range("KvikIO: read past the end of the file: " + std::to_string(size) +
+                          " bytes at offset " + std::to_string(offset) +
+                          " requested, the file has " + file_size_text(fd) + " bytes");
+}
 
 std::size_t page_size() noexcept
 {

@@ -1,0 +1,46 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file io_uring_io.hpp
+ * @brief The io_uring local backend (`KVIKIO_LOCAL_IO_BACKEND=io_uring`): buffered transfers
+ * through a ring of the calling thread, in pieces that kernel workers copy at once.
+ */
+
+#include <cstddef>
+
+namespace kvikio::detail {
+
+/**
+ * @brief Whether the io_uring backend can run in this process: probed once (a ring is set up and
+ * torn down). Where it cannot (`io_uring_setup` refused: an old kernel, seccomp,
+ * `kernel.io_uring_disabled`), one warning is logged and local I/O goes through POSIX.
+ */
+[[nodiscard]] bool io_uring_usable() noexcept;
+
+/**
+ * @brief For tests: makes the probe (and the rings of threads that have none yet) fail with
+ * `errno_value` as `io_uring_setup` would (0: the real call), and forgets the last probe.
+ */
+void override_io_uring_setup(int errno_value) noexcept;
+
+/// @brief Bytes per request: a transfer is cut into pieces of this size, many in flight.
+inline constexpr std::size_t io_uring_piece_size = std::size_t{1} << 20;
+
+/// @brief Requests in flight per thread.
+inline constexpr unsigned io_uring_queue_depth = 64;
+
+/**
+ * @brief Moves exactly `size` bytes at `offset` through `fd` (buffered) with this thread's ring:
+ * pieces of io_uring_piece_size, up to io_uring_queue_depth in flight, handed to kernel workers
+ * (`IOSQE_ASYNC`: buffered requests would otherwise be copied inline, one at a time, by the
+ * submitting thread). Short transfers are resubmitted for the rest; `EINTR`/`EAGAIN` completions
+ * are retried.
+ * @throws std::out_of_range for a read past the end of the file; kvikio::GenericSystemError for
+ * a failed request. Either only once every request in flight has ended (none outlives the call).
+ */
+void io_uring_transfer_all(bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset);
+
+}  // namespace kvikio::detail
