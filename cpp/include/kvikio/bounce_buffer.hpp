@@ -131,6 +131,14 @@ class BounceBufferRing {
   /// @brief Copies the first `nbytes` of the current slot to device memory `dst` on `stream`.
   void submit_h2d(CUdeviceptr dst, std::size_t nbytes, CUstream stream);
 
+  /// @brief As next(), but returns the slot's index: for sources with several slots being
+  /// filled at once, which copy each with submit_h2d(index, ...) once it is full.
+  std::size_t reserve();
+  /// @brief The memory of slot `index`.
+  [[nodiscard]] void* data(std::size_t index) const { return slots_.at(index).data; }
+  /// @brief Copies the first `nbytes` of slot `index` to device memory `dst` on `stream`.
+  void submit_h2d(std::size_t index, CUdeviceptr dst, std::size_t nbytes, CUstream stream);
+
   /// @brief Moves to the next slot (as next()) and copies `nbytes` of device memory `src` into
   /// it on `stream`. Returns the slot's index, for wait().
   std::size_t submit_d2h(CUdeviceptr src, std::size_t nbytes, CUstream stream);

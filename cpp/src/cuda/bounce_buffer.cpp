@@ -178,9 +178,25 @@ void* BounceBufferRing<Allocator>::next()
 }
 
 template <typename Allocator>
+std::size_t BounceBufferRing<Allocator>::reserve()
+{
+  advance();
+  return current_;
+}
+
+template <typename Allocator>
 void BounceBufferRing<Allocator>::submit_h2d(CUdeviceptr dst, std::size_t nbytes, CUstream stream)
 {
-  auto& slot = slots_[current_];
+  submit_h2d(current_, dst, nbytes, stream);
+}
+
+template <typename Allocator>
+void BounceBufferRing<Allocator>::submit_h2d(std::size_t index,
+                                             CUdeviceptr dst,
+                                             std::size_t nbytes,
+                                             CUstream stream)
+{
+  auto& slot = slots_.at(index);
   KVIKIO_EXPECT(nbytes <= slot_size_,
                 "BounceBufferRing::submit_h2d: more bytes than a slot holds",
                 std::invalid_argument);

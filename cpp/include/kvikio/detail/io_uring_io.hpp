@@ -11,6 +11,10 @@
 
 #include <cstddef>
 
+#include <cuda.h>
+
+#include <kvikio/bounce_buffer.hpp>
+
 namespace kvikio::detail {
 
 /**
@@ -42,5 +46,19 @@ inline constexpr unsigned io_uring_queue_depth = 64;
  * a failed request. Either only once every request in flight has ended (none outlives the call).
  */
 void io_uring_transfer_all(bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset);
+
+/**
+ * @brief Reads `size` bytes at `offset` of `fd` (buffered) into device memory `dev` through
+ * `ring`: the requests of all its slots are in flight at once (kernel workers fill them), and
+ * each slot is copied on `stream` as soon as it is full, in order; a slot is refilled once its
+ * copy is done. Returns `size` once every copy has completed.
+ * @throws as io_uring_transfer_all(), once no request is in flight and no copy pending.
+ */
+std::size_t io_uring_read_to_device(int fd,
+                                    CUdeviceptr dev,
+                                    std::size_t size,
+                                    std::size_t offset,
+                                    BounceBufferRing<>& ring,
+                                    CUstream stream);
 
 }  // namespace kvikio::detail

@@ -5,17 +5,21 @@
 
 #include <liburing.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <exception>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <kvikio/bounce_buffer.hpp>
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/posix_io.hpp>
 #include <kvikio/error.hpp>
@@ -50,21 +54,6 @@ class ThreadRing {
   io_uring ring_{};
 };
 
-struct Piece {
-  std::size_t pos;  // from the start of the transfer
-  std::size_t len;
-};
-
-[[noreturn]] void fail(int err, bool read, int fd, Piece p, std::size_t offset)
-{
-  throw_system_error(err,
-                     __FILE__,
-                     __LINE__,
-                     std::string{"io_uring "} + (read ? "read" : "write") + "(fd " +
-                       std::to_string(fd) + ", " + std::to_string(p.len) + " bytes at offset " +
-                       std::to_string(offset + p.pos) + ") failed");
-}
-
 // The ring itself failed (not a request): requests in flight may still write into the caller's
 // buffer and prepared ones would go out with the next transfer, so there is no safe way on.
 [[noreturn]] void broken(char const* call, int r) noexcept
@@ -72,6 +61,168 @@ struct Piece {
   KVIKIO_LOG_ERROR("io_uring: ", call, " failed (", std::strerror(-r), "): aborting");
   std::abort();
 }
+
+/**
+ * The requests of one transfer on this thread's ring: buffers cut into pieces, each piece in a
+ * group (a staging slot, say); a group is done once all its pieces are. Pieces wait in a queue
+ * until the ring has room. After a failure the queued pieces are dropped (their groups count
+ * them done) and the first error is kept; the destructor waits for every request in flight, so
+ * none outlives the buffers it writes.
+ */
+class Requests {
+ public:
+  /// `size` bytes at `offset`: the whole transfer, named in a read-past-the-end error.
+  Requests(bool read, int fd, std::size_t size, std::size_t offset)
+    : read_{read}, fd_{fd}, size_{size}, offset_{offset}
+  {
+    thread_local ThreadRing thread_ring;
+    ring_ = thread_ring.get();
+    for (unsigned i = 0; i < io_uring_queue_depth; ++i) {
+      free_.push_back(io_uring_queue_depth - 1 - i);
+    }
+  }
+  ~Requests() noexcept
+  {
+    failed_ = true;  // whatever is left: only what is in flight is waited for
+    while (in_flight_ > 0 || pending_ > 0) {
+      step();
+    }
+  }
+  Requests(Requests const&)            = delete;
+  Requests& operator=(Requests const&) = delete;
+
+  /// Queues `len` bytes of `buf`, at file offset `offset`, as group `group`.
+  void add(std::byte* buf, std::size_t len, std::size_t offset, std::size_t group)
+  {
+    for (std::size_t pos = 0; pos < len; pos += io_uring_piece_size) {
+      queued_.push_back(
+        Piece{buf + pos, std::min(io_uring_piece_size, len - pos), offset + pos, group});
+      ++left_[group];
+    }
+  }
+
+  /// Runs until group `group` is done.
+  void wait_group(std::size_t group)
+  {
+    while (left_[group] > 0) {
+      step();
+    }
+    left_.erase(group);
+  }
+
+  /// Runs until every group is done.
+  void wait_all()
+  {
+    while (!queued_.empty() || pending_ > 0 || in_flight_ > 0) {
+      step();
+    }
+  }
+
+  [[nodiscard]] std::exception_ptr const& error() const noexcept { return error_; }
+
+ private:
+  struct Piece {
+    std::byte* buf;
+    std::size_t len;
+    std::size_t offset;
+    std::size_t group;
+  };
+
+  // Prepares what fits, submits, waits for a completion and handles every one there is.
+  void step()
+  {
+    while (!failed_ && !free_.empty() && !queued_.empty()) {
+      Piece const p = queued_.front();
+      queued_.pop_front();
+      unsigned const slot = free_.back();
+      free_.pop_back();
+      slots_[slot]      = p;
+      io_uring_sqe* sqe = io_uring_get_sqe(ring_);  // the queue holds depth entries: never null
+      auto const length = static_cast<unsigned>(p.len);
+      if (read_) {
+        io_uring_prep_read(sqe, fd_, p.buf, length, p.offset);
+      } else {
+        io_uring_prep_write(sqe, fd_, p.buf, length, p.offset);
+      }
+      sqe->flags |= IOSQE_ASYNC;
+      io_uring_sqe_set_data64(sqe, slot);
+      ++pending_;
+    }
+    if (failed_) {  // what is queued never goes out
+      for (auto const& p : queued_) {
+        --left_[p.group];
+      }
+      queued_.clear();
+    }
+    if (pending_ > 0) {
+      int const r = io_uring_submit(ring_);
+      if (r > 0) {
+        in_flight_ += static_cast<unsigned>(r);
+        pending_ -= static_cast<unsigned>(r);
+      } else if (r != -EINTR && r != -EAGAIN && r != -EBUSY && r != 0) {
+        broken("io_uring_submit", r);
+      }
+    }
+    if (in_flight_ == 0) { return; }  // nothing taken (the kernel was short): submit again
+    io_uring_cqe* cqe = nullptr;
+    if (int const w = io_uring_wait_cqe(ring_, &cqe); w < 0) {
+      if (w == -EINTR) { return; }
+      broken("io_uring_wait_cqe", w);
+    }
+    unsigned head = 0;
+    unsigned seen = 0;
+    io_uring_for_each_cqe(ring_, head, cqe)
+    {
+      ++seen;
+      auto const slot = static_cast<unsigned>(io_uring_cqe_get_data64(cqe));
+      completed(slots_[slot], cqe->res);
+      free_.push_back(slot);
+      --in_flight_;
+    }
+    io_uring_cq_advance(ring_, seen);
+  }
+
+  void completed(Piece const& p, int res)
+  {
+    if ((res == -EINTR || res == -EAGAIN) && !failed_) {
+      queued_.push_front(p);
+      return;
+    }
+    if (res > 0 && static_cast<std::size_t>(res) < p.len && !failed_) {  // short: the rest
+      auto const n = static_cast<std::size_t>(res);
+      queued_.push_front(Piece{p.buf + n, p.len - n, p.offset + n, p.group});
+      return;
+    }
+    --left_[p.group];
+    if (res > 0 || failed_) { return; }
+    failed_ = true;
+    try {
+      if (res == 0 && read_) { throw_read_past_end(fd_, size_, offset_); }
+      throw_system_error(res == 0 ? EIO : -res,
+                         __FILE__,
+                         __LINE__,
+                         std::string{"io_uring "} + (read_ ? "read" : "write") + "(fd " +
+                           std::to_string(fd_) + ", " + std::to_string(p.len) +
+                           " bytes at offset " + std::to_string(p.offset) + ") failed");
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+  }
+
+  io_uring* ring_;
+  bool read_;
+  int fd_;
+  std::size_t size_;
+  std::size_t offset_;
+  std::array<Piece, io_uring_queue_depth> slots_{};
+  std::vector<unsigned> free_;
+  std::deque<Piece> queued_;
+  std::map<std::size_t, std::size_t> left_;  // group -> pieces not done
+  unsigned pending_{0};                      // prepared, not yet taken by the kernel
+  unsigned in_flight_{0};                    // taken, not yet completed
+  bool failed_{false};
+  std::exception_ptr error_;
+};
 
 }  // namespace
 
@@ -100,98 +251,43 @@ void override_io_uring_setup(int errno_value) noexcept
 
 void io_uring_transfer_all(bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset)
 {
-  thread_local ThreadRing thread_ring;
-  io_uring* const ring = thread_ring.get();
-  std::array<Piece, io_uring_queue_depth> slots{};
-  std::vector<unsigned> free_slots;
-  for (unsigned i = 0; i < io_uring_queue_depth; ++i) {
-    free_slots.push_back(io_uring_queue_depth - 1 - i);
-  }
-  std::vector<Piece> again;  // short transfers and interrupted requests
-  std::size_t next   = 0;    // the first byte no request has asked for yet
-  unsigned pending   = 0;    // prepared, not yet taken by the kernel
-  unsigned in_flight = 0;    // taken, not yet completed
-  std::exception_ptr error;
-  auto record = [&](std::exception_ptr e) {
-    if (!error) { error = std::move(e); }
+  Requests requests{read, fd, size, offset};
+  requests.add(buf, size, offset, 0);
+  requests.wait_all();
+  if (requests.error()) { std::rethrow_exception(requests.error()); }
+}
+
+std::size_t io_uring_read_to_device(int fd,
+                                    CUdeviceptr dev,
+                                    std::size_t size,
+                                    std::size_t offset,
+                                    BounceBufferRing<>& ring,
+                                    CUstream stream)
+{
+  Requests requests{true, fd, size, offset};
+  struct Filling {
+    std::size_t slot, pos, len, group;
   };
-  while (true) {
-    unsigned prepared = 0;
-    while (!error && !free_slots.empty() && (!again.empty() || next < size)) {
-      Piece p{};
-      if (!again.empty()) {
-        p = again.back();
-        again.pop_back();
-      } else {
-        p = Piece{next, std::min(io_uring_piece_size, size - next)};
-        next += p.len;
-      }
-      unsigned const slot = free_slots.back();
-      free_slots.pop_back();
-      slots[slot]       = p;
-      io_uring_sqe* sqe = io_uring_get_sqe(ring);  // the queue holds depth entries: never null
-      auto const length = static_cast<unsigned>(p.len);
-      auto const at     = static_cast<__u64>(offset + p.pos);
-      if (read) {
-        io_uring_prep_read(sqe, fd, buf + p.pos, length, at);
-      } else {
-        io_uring_prep_write(sqe, fd, buf + p.pos, length, at);
-      }
-      sqe->flags |= IOSQE_ASYNC;
-      io_uring_sqe_set_data64(sqe, slot);
-      ++prepared;
+  std::deque<Filling> filling;  // in the order the slots were reserved
+  std::size_t pos   = 0;
+  std::size_t group = 0;
+  while (pos < size || !filling.empty()) {
+    while (!requests.error() && pos < size && filling.size() < ring.num_slots()) {
+      std::size_t const slot = ring.reserve();  // waits for the slot's last copy only
+      std::size_t const len  = std::min(ring.slot_size(), size - pos);
+      requests.add(static_cast<std::byte*>(ring.data(slot)), len, offset + pos, group);
+      filling.push_back({slot, pos, len, group++});
+      pos += len;
     }
-    pending += prepared;
-    if (pending > 0) {
-      int const r = io_uring_submit(ring);
-      if (r > 0) {
-        in_flight += static_cast<unsigned>(r);
-        pending -= static_cast<unsigned>(r);
-      } else if (r != -EINTR && r != -EAGAIN && r != -EBUSY && r != 0) {
-        broken("io_uring_submit", r);
-      }
-    }
-    if (in_flight == 0) {
-      if (pending == 0) { break; }
-      continue;  // the kernel was short of resources: submit again
-    }
-    io_uring_cqe* cqe = nullptr;
-    if (int const w = io_uring_wait_cqe(ring, &cqe); w < 0) {
-      if (w == -EINTR) { continue; }
-      broken("io_uring_wait_cqe", w);
-    }
-    unsigned head = 0;
-    unsigned seen = 0;
-    io_uring_for_each_cqe(ring, head, cqe)
-    {
-      ++seen;
-      auto const slot = static_cast<unsigned>(io_uring_cqe_get_data64(cqe));
-      Piece const p   = slots[slot];
-      free_slots.push_back(slot);
-      --in_flight;
-      int const res = cqe->res;
-      if (res == -EINTR || res == -EAGAIN) {
-        again.push_back(p);
-      } else if (res < 0) {
-        try {
-          fail(-res, read, fd, p, offset);
-        } catch (...) {
-          record(std::current_exception());
-        }
-      } else if (res == 0) {
-        try {
-          if (read) { throw_read_past_end(fd, size, offset); }
-          fail(EIO, read, fd, p, offset);
-        } catch (...) {
-          record(std::current_exception());
-        }
-      } else if (static_cast<std::size_t>(res) < p.len) {
-        again.push_back(Piece{p.pos + static_cast<std::size_t>(res), p.len - res});
-      }
-    }
-    io_uring_cq_advance(ring, seen);
+    if (filling.empty()) { break; }
+    auto const oldest = filling.front();
+    filling.pop_front();
+    requests.wait_group(oldest.group);
+    if (!requests.error()) { ring.submit_h2d(oldest.slot, dev + oldest.pos, oldest.len, stream); }
   }
-  if (error) { std::rethrow_exception(error); }
+  ring.finish();
+  if (requests.error()) { std::rethrow_exception(requests.error()); }
+  return size;
 }
 
 }  // namespace kvikio::detail

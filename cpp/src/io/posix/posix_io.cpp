@@ -185,6 +185,11 @@ std::size_t device_io(Op op,
   CUstream const stream = stream_for_this_thread(ctx);
   BounceBufferRing<> ring{defaults::num_bounce_buffers()};
   std::size_t const chunk = ring.slot_size();
+  if (op == Op::read && fd_direct < 0 && defaults::local_io_backend() == LocalIOBackend::IO_URING &&
+      io_uring_usable()) {  // every slot filling at once, each copied as soon as it is full
+    return io_uring_read_to_device(
+      fd, convert_void2deviceptr(dev), size, file_offset, ring, stream);
+  }
   if (op == Op::read) {
     for (std::size_t done = 0; done < size;) {
       std::size_t const n = std::min(chunk, size - done);
