@@ -64,6 +64,11 @@ int main(int argc, char** argv)
     ->delimiter(',')
     ->default_str("posix")
     ->check(CLI::IsMember({"posix", "io_uring"}));
+  local_cmd
+    ->add_option("--io-uring-shape",
+                 local.io_uring_shapes,
+                 "io_uring request shapes to sweep, SIZE:DEPTH (e.g. 1MiB:64,256KiB:64)")
+    ->delimiter(',');
   local_cmd->add_option("--async-reads", local.async_reads, "N for --api async")
     ->default_val(8)
     ->check(CLI::PositiveNumber);

@@ -27,6 +27,7 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
+#include <kvikio/detail/io_uring_io.hpp>
 #include <kvikio/detail/stream_ordered.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
@@ -290,19 +291,37 @@ int run_local(LocalOptions const& o)
            }});
       }
     } else {
+      // io_uring: one variant per request shape, SIZE:DEPTH (none given: the library's).
+      auto set_shape = [](std::string const& shape) {
+        auto const colon = shape.find(':');
+        KVIKIO_EXPECT(colon != std::string::npos,
+                      "--io-uring-shape wants SIZE:DEPTH, got " + shape,
+                      std::invalid_argument);
+        detail::set_io_uring_request_shape(
+          parse_size(shape.substr(0, colon)),
+          static_cast<unsigned>(std::stoul(shape.substr(colon + 1))));
+      };
       for (auto const& backend : o.backends) {
-        for (std::size_t k : depths) {
-          variants.push_back(
-            {"kvikio " + backend + " k=" + std::to_string(k), k, [&, k, backend] {
-               defaults::set_num_bounce_buffers(k);
-               defaults::set_local_io_backend(detail::parse_local_io_backend("--backend", backend));
-               auto const n = read ? file.pread(kvikio_buf, size, 0, task).get()
-                                   : file.pwrite(kvikio_buf, size, 0, task).get();
-               defaults::set_local_io_backend(LocalIOBackend::POSIX);
-               KVIKIO_EXPECT(
-                 n == size,
-                 "kvikio moved " + std::to_string(n) + " of " + std::to_string(size) + " bytes");
-             }});
+        std::vector<std::string> shapes{""};
+        if (backend == "io_uring" && !o.io_uring_shapes.empty()) { shapes = o.io_uring_shapes; }
+        for (auto const& shape : shapes) {
+          for (std::size_t k : depths) {
+            std::string const name =
+              "kvikio " + backend + (shape.empty() ? "" : " " + shape) + " k=" + std::to_string(k);
+            variants.push_back({name, k, [&, k, backend, shape] {
+                                  defaults::set_num_bounce_buffers(k);
+                                  if (!shape.empty()) { set_shape(shape); }
+                                  defaults::set_local_io_backend(
+                                    detail::parse_local_io_backend("--backend", backend));
+                                  auto const n = read
+                                                   ? file.pread(kvikio_buf, size, 0, task).get()
+                                                   : file.pwrite(kvikio_buf, size, 0, task).get();
+                                  defaults::set_local_io_backend(LocalIOBackend::POSIX);
+                                  KVIKIO_EXPECT(n == size,
+                                                "kvikio moved " + std::to_string(n) + " of " +
+                                                  std::to_string(size) + " bytes");
+                                }});
+          }
         }
       }
       if (!device) {

@@ -26,8 +26,10 @@ struct LocalOptions {
   std::string io_size_text{"4KiB"};
   std::string api{"pread"};  // async: device reads as N read_async back to back on one stream
   unsigned async_reads{8};   // N
-  std::vector<std::string> backends{
-    "posix"};  // local backends to compare (KVIKIO_LOCAL_IO_BACKEND)
+  // Local backends to compare (KVIKIO_LOCAL_IO_BACKEND), and io_uring request shapes to sweep
+  // ("SIZE:DEPTH"; none: the library's).
+  std::vector<std::string> backends{"posix"};
+  std::vector<std::string> io_uring_shapes;
 };
 
 /// Runs `kvikio_bench local ...`; returns the process exit code.

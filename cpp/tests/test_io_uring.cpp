@@ -47,6 +47,7 @@ class IoUring : public ::testing::Test {
   {
     if (fd_ >= 0) { ::close(fd_); }
     kvikio::detail::override_io_uring_setup(0);
+    kvikio::detail::set_io_uring_request_shape(std::size_t{1} << 20, 64);
   }
   void write_content()
   {
@@ -58,7 +59,8 @@ class IoUring : public ::testing::Test {
   int fd_{-1};
   // More pieces than the queue holds in flight, and a tail that is no whole piece.
   std::vector<std::uint8_t> content_ = pattern(
-    (kvikio::detail::io_uring_queue_depth + 5) * kvikio::detail::io_uring_piece_size + 4099, 17);
+    (kvikio::detail::io_uring_queue_depth() + 5) * kvikio::detail::io_uring_piece_size() + 4099,
+    17);
 };
 
 TEST_F(IoUring, ReadsExactlyWhatPreadReads)
@@ -79,6 +81,28 @@ TEST_F(IoUring, ReadsExactlyWhatPreadReads)
   }
 }
 
+// Requests of an odd size, three at a time: many refills of the queue, pieces that straddle
+// pages; and a shape that cannot be is refused.
+TEST_F(IoUring, SmallRequestsAndAShallowQueue)
+{
+  write_content();
+  kvikio::detail::set_io_uring_request_shape(5000, 3);
+  std::size_t const size = 3 * 1000 * 1000 + 7;
+  std::vector<std::uint8_t> buf(size + 2 * guard, poison);
+  kvikio::detail::io_uring_transfer_all(
+    true, fd_, reinterpret_cast<std::byte*>(buf.data() + guard), size, 11);
+  ASSERT_EQ(0, std::memcmp(buf.data() + guard, content_.data() + 11, size));
+  for (std::size_t i = 0; i < guard; ++i) {
+    ASSERT_EQ(buf[i], poison);
+    ASSERT_EQ(buf[guard + size + i], poison);
+  }
+  EXPECT_THROW(kvikio::detail::set_io_uring_request_shape(0, 3), std::invalid_argument);
+  EXPECT_THROW(kvikio::detail::set_io_uring_request_shape(4096, 0), std::invalid_argument);
+  EXPECT_THROW(
+    kvikio::detail::set_io_uring_request_shape(4096, kvikio::detail::io_uring_max_depth + 1),
+    std::invalid_argument);
+}
+
 TEST_F(IoUring, WritesAreInTheFileWhenItReturns)
 {
   kvikio::detail::io_uring_transfer_all(
@@ -91,7 +115,7 @@ TEST_F(IoUring, WritesAreInTheFileWhenItReturns)
 TEST_F(IoUring, ReadPastTheEndIsAnOutOfRangeError)
 {
   write_content();
-  std::vector<std::uint8_t> buf(4 * kvikio::detail::io_uring_piece_size);
+  std::vector<std::uint8_t> buf(4 * kvikio::detail::io_uring_piece_size());
   try {
     kvikio::detail::io_uring_transfer_all(
       true, fd_, reinterpret_cast<std::byte*>(buf.data()), buf.size(), content_.size() - 1000);
@@ -110,7 +134,7 @@ TEST_F(IoUring, BadDescriptorIsASystemError)
   // Not a closed descriptor's number: the thread's ring may be set up on it and reuse it.
   int const closed = 1 << 20;
   ASSERT_EQ(::fcntl(closed, F_GETFD), -1);
-  std::vector<std::uint8_t> buf(3 * kvikio::detail::io_uring_piece_size);
+  std::vector<std::uint8_t> buf(3 * kvikio::detail::io_uring_piece_size());
   try {
     kvikio::detail::io_uring_transfer_all(
       true, closed, reinterpret_cast<std::byte*>(buf.data()), buf.size(), 0);

@@ -30,15 +30,22 @@ namespace kvikio::detail {
  */
 void override_io_uring_setup(int errno_value) noexcept;
 
-/// @brief Bytes per request: a transfer is cut into pieces of this size, many in flight.
-inline constexpr std::size_t io_uring_piece_size = std::size_t{1} << 20;
+/// @brief The most requests a thread's ring holds in flight.
+inline constexpr unsigned io_uring_max_depth = 256;
 
-/// @brief Requests in flight per thread.
-inline constexpr unsigned io_uring_queue_depth = 64;
+/**
+ * @brief The shape of requests: a transfer is cut into pieces of `piece_size` bytes (default
+ * 1 MiB), at most `depth` in flight per thread (default 64, at most io_uring_max_depth). Read at
+ * each transfer; for benchmarks and tests.
+ * @throws std::invalid_argument for a zero size or a depth outside [1, io_uring_max_depth].
+ */
+void set_io_uring_request_shape(std::size_t piece_size, unsigned depth);
+[[nodiscard]] std::size_t io_uring_piece_size() noexcept;
+[[nodiscard]] unsigned io_uring_queue_depth() noexcept;
 
 /**
  * @brief Moves exactly `size` bytes at `offset` through `fd` (buffered) with this thread's ring:
- * pieces of io_uring_piece_size, up to io_uring_queue_depth in flight, handed to kernel workers
+ * pieces of io_uring_piece_size(), up to io_uring_queue_depth() in flight, handed to kernel workers
  * (`IOSQE_ASYNC`: buffered requests would otherwise be copied inline, one at a time, by the
  * submitting thread). Short transfers are resubmitted for the rest; `EINTR`/`EAGAIN` completions
  * are retried.

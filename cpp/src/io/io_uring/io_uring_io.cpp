@@ -6,7 +6,6 @@
 #include <liburing.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -28,6 +27,8 @@ namespace kvikio::detail {
 namespace {
 
 std::atomic<int> forced_setup_errno{0};
+std::atomic<std::size_t> piece_size{std::size_t{1} << 20};
+std::atomic<unsigned> queue_depth{64};
 std::atomic<int> probed{0};  // 0: not yet, 1: usable, 2: not usable
 
 int setup(unsigned entries, io_uring* ring) noexcept
@@ -41,7 +42,7 @@ class ThreadRing {
  public:
   ThreadRing()
   {
-    if (int const r = setup(io_uring_queue_depth, &ring_); r < 0) {
+    if (int const r = setup(io_uring_max_depth, &ring_); r < 0) {
       throw_system_error(-r, __FILE__, __LINE__, "io_uring_queue_init failed");
     }
   }
@@ -73,12 +74,17 @@ class Requests {
  public:
   /// `size` bytes at `offset`: the whole transfer, named in a read-past-the-end error.
   Requests(bool read, int fd, std::size_t size, std::size_t offset)
-    : read_{read}, fd_{fd}, size_{size}, offset_{offset}
+    : read_{read},
+      fd_{fd},
+      size_{size},
+      offset_{offset},
+      piece_{io_uring_piece_size()},
+      slots_(io_uring_queue_depth())
   {
     thread_local ThreadRing thread_ring;
     ring_ = thread_ring.get();
-    for (unsigned i = 0; i < io_uring_queue_depth; ++i) {
-      free_.push_back(io_uring_queue_depth - 1 - i);
+    for (auto i = static_cast<unsigned>(slots_.size()); i > 0; --i) {
+      free_.push_back(i - 1);
     }
   }
   ~Requests() noexcept
@@ -94,9 +100,8 @@ class Requests {
   /// Queues `len` bytes of `buf`, at file offset `offset`, as group `group`.
   void add(std::byte* buf, std::size_t len, std::size_t offset, std::size_t group)
   {
-    for (std::size_t pos = 0; pos < len; pos += io_uring_piece_size) {
-      queued_.push_back(
-        Piece{buf + pos, std::min(io_uring_piece_size, len - pos), offset + pos, group});
+    for (std::size_t pos = 0; pos < len; pos += piece_) {
+      queued_.push_back(Piece{buf + pos, std::min(piece_, len - pos), offset + pos, group});
       ++left_[group];
     }
   }
@@ -214,7 +219,8 @@ class Requests {
   int fd_;
   std::size_t size_;
   std::size_t offset_;
-  std::array<Piece, io_uring_queue_depth> slots_{};
+  std::size_t piece_;
+  std::vector<Piece> slots_;  // by the index each request carries
   std::vector<unsigned> free_;
   std::deque<Piece> queued_;
   std::map<std::size_t, std::size_t> left_;  // group -> pieces not done
@@ -242,6 +248,21 @@ bool io_uring_usable() noexcept
   }
   return probed.load() == 1;
 }
+
+void set_io_uring_request_shape(std::size_t piece, unsigned depth)
+{
+  KVIKIO_EXPECT(piece > 0, "io_uring: the request size must be positive", std::invalid_argument);
+  KVIKIO_EXPECT(depth >= 1 && depth <= io_uring_max_depth,
+                "io_uring: requests in flight must be 1.." + std::to_string(io_uring_max_depth) +
+                  ", got " + std::to_string(depth),
+                std::invalid_argument);
+  piece_size.store(piece);
+  queue_depth.store(depth);
+}
+
+std::size_t io_uring_piece_size() noexcept { return piece_size.load(); }
+
+unsigned io_uring_queue_depth() noexcept { return queue_depth.load(); }
 
 void override_io_uring_setup(int errno_value) noexcept
 {
