@@ -39,14 +39,17 @@ fi
 
 # Benchmarks (BENCH=1): reads of a hot 8 GiB file into host and device memory (BENCH_MEM),
 # threads BENCH_THREADS (1-16), local backends BACKENDS (posix,io_uring), io_uring request
-# shapes SHAPES (SIZE:DEPTH,...), ring depths RING.
+# shapes SHAPES (SIZE:DEPTH,...), ring depths RING; BENCH_SIZE (8GiB), BENCH_FLAGS (say
+# "--drop-cache --direct" for cold O_DIRECT reads).
 if [[ ${BENCH:-0} == 1 ]]; then
   bench=build/release/cpp/benchmarks/kvikio_bench
   file=/tmp/kvikio-bench.bin
   for mem in ${BENCH_MEM:-host device}; do
     shapes=()
     if [[ -n ${SHAPES:-} ]]; then shapes=(--io-uring-shape "$SHAPES"); fi
-    timeout 400 $bench local read --file $file --size 8GiB --threads ${BENCH_THREADS:-1,2,4,8,16} \
+    # shellcheck disable=SC2086 # BENCH_FLAGS is a list of options
+    timeout 400 $bench local read --file $file --size ${BENCH_SIZE:-8GiB} \
+      --threads ${BENCH_THREADS:-1,2,4,8,16} ${BENCH_FLAGS:-} \
       --task-size 4MiB --ring-depth ${RING:-4} --backend ${BACKENDS:-posix} "${shapes[@]}" \
       --mem $mem --repeat ${REPEAT:-5} --create --json "$OUT/bench.jsonl" 2>&1 \
       | tee -a "$OUT/bench.log" || status=1

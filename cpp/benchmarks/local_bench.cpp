@@ -165,7 +165,8 @@ int run_local(LocalOptions const& o)
   void* const kvikio_buf = device ? reinterpret_cast<void*>(dptr) : host.get();
 
   FileHandle file{o.file, read ? "r" : "w"};  // writes start from an empty file
-  int const fd = file.fd();
+  // The baselines' descriptor: with --direct, the O_DIRECT one (raw O_DIRECT throughput).
+  int const fd = o.direct && file.fd(true) >= 0 ? file.fd(true) : file.fd();
   auto drop    = [&] {
     if (read && o.drop_cache && !clear_page_cache(false, false)) { drop_file_page_cache(fd); }
   };

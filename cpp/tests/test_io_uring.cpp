@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -101,6 +102,25 @@ TEST_F(IoUring, SmallRequestsAndAShallowQueue)
   EXPECT_THROW(
     kvikio::detail::set_io_uring_request_shape(4096, kvikio::detail::io_uring_max_depth + 1),
     std::invalid_argument);
+}
+
+// Through an O_DIRECT descriptor (requests issued inline, not by kernel workers): page-aligned
+// memory, offsets and sizes, the bytes of the file.
+TEST_F(IoUring, DirectDescriptor)
+{
+  write_content();
+  ASSERT_EQ(::fsync(fd_), 0);
+  int const direct = ::open(path_.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+  if (direct < 0) { GTEST_SKIP() << "the temp directory's file system refuses O_DIRECT"; }
+  std::size_t const size = 5 * kvikio::detail::io_uring_piece_size() + 3 * 4096;
+  void* mem              = std::aligned_alloc(4096, size);
+  ASSERT_NE(mem, nullptr);
+  std::memset(mem, poison, size);
+  kvikio::detail::io_uring_transfer_all(
+    true, direct, static_cast<std::byte*>(mem), size, 2 * 4096, false);
+  EXPECT_EQ(0, std::memcmp(mem, content_.data() + 2 * 4096, size));
+  std::free(mem);
+  ::close(direct);
 }
 
 TEST_F(IoUring, WritesAreInTheFileWhenItReturns)

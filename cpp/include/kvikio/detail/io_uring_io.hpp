@@ -44,15 +44,17 @@ void set_io_uring_request_shape(std::size_t piece_size, unsigned depth);
 [[nodiscard]] unsigned io_uring_queue_depth() noexcept;
 
 /**
- * @brief Moves exactly `size` bytes at `offset` through `fd` (buffered) with this thread's ring:
- * pieces of io_uring_piece_size(), up to io_uring_queue_depth() in flight, handed to kernel workers
- * (`IOSQE_ASYNC`: buffered requests would otherwise be copied inline, one at a time, by the
- * submitting thread). Short transfers are resubmitted for the rest; `EINTR`/`EAGAIN` completions
- * are retried.
+ * @brief Moves exactly `size` bytes at `offset` through `fd` with this thread's ring: pieces of
+ * io_uring_piece_size(), up to io_uring_queue_depth() in flight. `buffered` (a page-cache
+ * descriptor): each request goes to a kernel worker (`IOSQE_ASYNC`; buffered requests would
+ * otherwise be copied inline, one at a time, by the submitting thread); an O_DIRECT descriptor's
+ * requests are issued inline (the block layer completes them on its own). Short transfers are
+ * resubmitted for the rest; `EINTR`/`EAGAIN` completions are retried.
  * @throws std::out_of_range for a read past the end of the file; kvikio::GenericSystemError for
  * a failed request. Either only once every request in flight has ended (none outlives the call).
  */
-void io_uring_transfer_all(bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset);
+void io_uring_transfer_all(
+  bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset, bool buffered = true);
 
 /**
  * @brief Reads `size` bytes at `offset` of `fd` (buffered) into device memory `dev` through

@@ -73,8 +73,9 @@ class ThreadRing {
 class Requests {
  public:
   /// `size` bytes at `offset`: the whole transfer, named in a read-past-the-end error.
-  Requests(bool read, int fd, std::size_t size, std::size_t offset)
+  Requests(bool read, int fd, std::size_t size, std::size_t offset, bool buffered = true)
     : read_{read},
+      buffered_{buffered},
       fd_{fd},
       size_{size},
       offset_{offset},
@@ -149,7 +150,7 @@ class Requests {
       } else {
         io_uring_prep_write(sqe, fd_, p.buf, length, p.offset);
       }
-      sqe->flags |= IOSQE_ASYNC;
+      if (buffered_) { sqe->flags |= IOSQE_ASYNC; }
       io_uring_sqe_set_data64(sqe, slot);
       ++pending_;
     }
@@ -216,6 +217,7 @@ class Requests {
 
   io_uring* ring_;
   bool read_;
+  bool buffered_;
   int fd_;
   std::size_t size_;
   std::size_t offset_;
@@ -270,9 +272,10 @@ void override_io_uring_setup(int errno_value) noexcept
   probed.store(0);
 }
 
-void io_uring_transfer_all(bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset)
+void io_uring_transfer_all(
+  bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset, bool buffered)
 {
-  Requests requests{read, fd, size, offset};
+  Requests requests{read, fd, size, offset, buffered};
   requests.add(buf, size, offset, 0);
   requests.wait_all();
   if (requests.error()) { std::rethrow_exception(requests.error()); }

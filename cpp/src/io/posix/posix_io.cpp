@@ -98,6 +98,18 @@ std::byte* aligned_scratch(std::size_t& size)
 std::size_t transfer_direct(
   Op op, int fd_direct, std::byte* buf, std::size_t length, std::size_t offset)
 {
+  if (length > 0 && is_aligned(reinterpret_cast<std::uintptr_t>(buf), page_size()) &&
+      defaults::local_io_backend() == LocalIOBackend::IO_URING && io_uring_usable()) {
+    try {  // many requests in flight, issued inline
+      io_uring_transfer_all(op == Op::read, fd_direct, buf, length, offset, false);
+      return length;
+    } catch (GenericSystemError const& e) {
+      if (e.code().value() == EINVAL) { return 0; }  // refused here: the caller goes buffered
+      throw;
+    } catch (std::out_of_range const&) {
+      return 0;  // the file ends inside: the buffered path finds where, and says so
+    }
+  }
   std::size_t done = 0;
   while (done < length) {
     std::byte* target  = buf + done;
