@@ -15,6 +15,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -179,6 +180,25 @@ TEST_F(IoUring, RefusedSetupFallsBackToPosix)
     EXPECT_EQ(back, content_);
   }
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
+}
+
+// The process's probe succeeded, but a new thread's ring cannot be set up: that thread's reads
+// go through POSIX, with the bytes of the file.
+TEST_F(IoUring, ThreadWithoutARingUsesPosix)
+{
+  write_content();
+  kvikio::detail::override_io_uring_setup(ENOMEM, false);
+  kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::IO_URING);
+  bool usable = true;
+  std::vector<std::uint8_t> back(content_.size(), poison);
+  std::thread{[&] {
+    usable = kvikio::detail::io_uring_usable();
+    kvikio::FileHandle f{path_, "r"};
+    (void)f.pread(back.data(), back.size(), 0, back.size(), 1 << 30).get();  // on this thread
+  }}.join();
+  kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
+  EXPECT_FALSE(usable);
+  EXPECT_EQ(back, content_);
 }
 
 }  // namespace

@@ -18,17 +18,18 @@
 namespace kvikio::detail {
 
 /**
- * @brief Whether the io_uring backend can run in this process: probed once (a ring is set up and
- * torn down). Where it cannot (`io_uring_setup` refused: an old kernel, seccomp,
- * `kernel.io_uring_disabled`), one warning is logged and local I/O goes through POSIX.
+ * @brief Whether the io_uring backend can run on this thread: probed once per process (a ring is
+ * set up and torn down), then this thread's ring is set up at its first use. Where either is
+ * refused (`io_uring_setup`: an old kernel, seccomp, `kernel.io_uring_disabled`, a limit), one
+ * warning is logged and local I/O goes through POSIX.
  */
 [[nodiscard]] bool io_uring_usable() noexcept;
 
 /**
- * @brief For tests: makes the probe (and the rings of threads that have none yet) fail with
- * `errno_value` as `io_uring_setup` would (0: the real call), and forgets the last probe.
+ * @brief For tests: makes the probe and the rings of threads that have none yet fail with
+ * `errno_value` as `io_uring_setup` would (0: the real call); `forget_probe`: probe again.
  */
-void override_io_uring_setup(int errno_value) noexcept;
+void override_io_uring_setup(int errno_value, bool forget_probe = true) noexcept;
 
 /// @brief The most requests a thread's ring holds in flight.
 inline constexpr unsigned io_uring_max_depth = 256;

@@ -14,6 +14,7 @@
 #include <deque>
 #include <exception>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,6 +56,28 @@ class ThreadRing {
   io_uring ring_{};
 };
 
+/// This thread's ring, or null where it cannot be set up (a per-thread limit, say, after the
+/// process's probe succeeded): then this thread's I/O goes through POSIX (logged once).
+io_uring* this_thread_ring() noexcept
+{
+  static std::atomic<bool> logged{false};
+  thread_local std::unique_ptr<ThreadRing> ring;
+  thread_local bool refused = false;
+  if (!ring && !refused) {
+    try {
+      ring = std::make_unique<ThreadRing>();
+    } catch (std::exception const& e) {
+      refused = true;
+      if (!logged.exchange(true)) {
+        KVIKIO_LOG_WARN("io_uring: a thread's ring cannot be set up (",
+                        e.what(),
+                        "): that thread's local I/O uses posix");
+      }
+    }
+  }
+  return ring ? ring->get() : nullptr;
+}
+
 // The ring itself failed (not a request): requests in flight may still write into the caller's
 // buffer and prepared ones would go out with the next transfer, so there is no safe way on.
 [[noreturn]] void broken(char const* call, int r) noexcept
@@ -82,8 +105,10 @@ class Requests {
       piece_{io_uring_piece_size()},
       slots_(io_uring_queue_depth())
   {
-    thread_local ThreadRing thread_ring;
-    ring_ = thread_ring.get();
+    ring_ = this_thread_ring();
+    KVIKIO_EXPECT(ring_ != nullptr,
+                  "io_uring: this thread has no ring (io_uring_setup refused)",
+                  std::runtime_error);
     for (auto i = static_cast<unsigned>(slots_.size()); i > 0; --i) {
       free_.push_back(i - 1);
     }
@@ -237,7 +262,7 @@ class Requests {
 bool io_uring_usable() noexcept
 {
   int state = probed.load(std::memory_order_acquire);
-  if (state != 0) { return state == 1; }
+  if (state != 0) { return state == 1 && this_thread_ring() != nullptr; }
   io_uring ring{};
   int const r = setup(4, &ring);
   if (r == 0) { io_uring_queue_exit(&ring); }
@@ -248,7 +273,7 @@ bool io_uring_usable() noexcept
                     std::strerror(-r),
                     "): local I/O uses posix");
   }
-  return probed.load() == 1;
+  return probed.load() == 1 && this_thread_ring() != nullptr;
 }
 
 void set_io_uring_request_shape(std::size_t piece, unsigned depth)
@@ -266,10 +291,10 @@ std::size_t io_uring_piece_size() noexcept { return piece_size.load(); }
 
 unsigned io_uring_queue_depth() noexcept { return queue_depth.load(); }
 
-void override_io_uring_setup(int errno_value) noexcept
+void override_io_uring_setup(int errno_value, bool forget_probe) noexcept
 {
   forced_setup_errno.store(errno_value);
-  probed.store(0);
+  if (forget_probe) { probed.store(0); }
 }
 
 void io_uring_transfer_all(
