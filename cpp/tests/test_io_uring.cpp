@@ -99,6 +99,8 @@ TEST_F(IoUring, SmallRequestsAndAShallowQueue)
     ASSERT_EQ(buf[guard + size + i], poison);
   }
   EXPECT_THROW(kvikio::detail::set_io_uring_request_shape(0, 3), std::invalid_argument);
+  EXPECT_THROW(kvikio::detail::set_io_uring_request_shape(std::size_t{4} << 30, 3),
+               std::invalid_argument);
   EXPECT_THROW(kvikio::detail::set_io_uring_request_shape(4096, 0), std::invalid_argument);
   EXPECT_THROW(
     kvikio::detail::set_io_uring_request_shape(4096, kvikio::detail::io_uring_max_depth + 1),

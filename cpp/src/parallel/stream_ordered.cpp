@@ -222,8 +222,11 @@ struct Operation {
       auto& slot    = *g.slot;
       if (to_device) {
         if ((r = side.wait(slot.host_done, g.generation)) != CUDA_SUCCESS) { return r; }
-      } else if (g.previous_use_was_write) {
-        if ((r = side.wait(slot.host_done, g.generation - 1)) != CUDA_SUCCESS) { return r; }
+      } else {
+        // The slot's previous use is complete: a write's file write, or a read's copy out (on
+        // this stream, unless a destroyed stream's handle was reused for this one).
+        Counter const& previous = g.previous_use_was_write ? slot.host_done : slot.stream_done;
+        if ((r = side.wait(previous, g.generation - 1)) != CUDA_SUCCESS) { return r; }
       }
       if ((r = side.flush()) != CUDA_SUCCESS) { return r; }
       r = to_device ? api.MemcpyHtoDAsync(g.device, slot.memory, g.size, stream)
@@ -301,7 +304,15 @@ void run_stream_ordered(CUstream stream,
   std::size_t const slot_size = std::max(page, budget / k / page * page);
   std::size_t const num_slots = std::max<std::size_t>(1, std::min(k, budget / slot_size));
   auto op                     = std::make_shared<Operation>();
-  op->ring                    = staging_ring_for(stream, num_slots, slot_size);
+  // The stream's ring, locked for planning; one the registry dropped meanwhile (it was idle)
+  // must not be used (nothing would keep its memory once the operation ends): ask again.
+  std::unique_lock<std::mutex> planning;
+  while (true) {
+    op->ring = staging_ring_for(stream, num_slots, slot_size);
+    planning = std::unique_lock{op->ring->mutex()};
+    if (!op->ring->retired()) { break; }
+    planning.unlock();
+  }
   op->to_device               = to_device;
   op->host_io                 = std::move(host_io);
   op->on_done                 = std::move(on_done);
@@ -316,7 +327,6 @@ void run_stream_ordered(CUstream stream,
     (op->num_groups - 1) * op->pieces_per_group + (last_size + op->piece_size - 1) / op->piece_size;
   op->tasks_left = std::min(threads, op->num_pieces);
 
-  std::lock_guard const planning{ring.mutex()};
   op->number = ring.begin_operation();
   for (std::size_t i = 0; i < op->num_groups; ++i) {
     auto& g                  = op->groups[i];

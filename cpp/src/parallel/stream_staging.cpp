@@ -147,8 +147,10 @@ void StagingRing::end_operation(std::uint32_t number) noexcept
     return;
   }
   ++ended_in_order_;
-  while (!ended_early_.empty() && *ended_early_.begin() == ended_in_order_ + 1) {
-    ended_early_.erase(ended_early_.begin());
+  // By value, not by set order: numbers wrap around at 2^32.
+  for (auto it = ended_early_.find(ended_in_order_ + 1); it != ended_early_.end();
+       it      = ended_early_.find(ended_in_order_ + 1)) {
+    ended_early_.erase(it);
     ++ended_in_order_;
   }
   operations_ended_.store(ended_in_order_);
@@ -161,10 +163,17 @@ void StagingRing::stream_caught_up() noexcept
   }
 }
 
-bool StagingRing::is_idle() const noexcept
+bool StagingRing::retire_if_idle() noexcept
 {
   std::unique_lock const planning{mutex_, std::try_to_lock};
   if (!planning.owns_lock()) { return false; }  // an operation is being planned
+  if (!idle_locked()) { return false; }
+  retired_ = true;
+  return true;
+}
+
+bool StagingRing::idle_locked() const noexcept
+{
   {
     std::lock_guard const lock{ended_mutex_};
     if (ended_in_order_ != operations_begun_) { return false; }
@@ -197,16 +206,17 @@ std::uint64_t uses = 0;
 void free_idle_rings_locked(std::size_t keep)
 {
   auto& rings = registry();
-  while (rings.size() > keep) {
-    auto oldest = rings.end();
-    for (auto it = rings.begin(); it != rings.end(); ++it) {
-      if (it->second.ring->is_idle() &&
-          (oldest == rings.end() || it->second.last_use < oldest->second.last_use)) {
-        oldest = it;
-      }
-    }
-    if (oldest == rings.end()) { return; }  // all busy: over the bound until they are idle
-    rings.erase(oldest);
+  if (rings.size() <= keep) { return; }
+  std::vector<std::map<Key, Entry>::iterator> by_age;
+  for (auto it = rings.begin(); it != rings.end(); ++it) {
+    by_age.push_back(it);
+  }
+  std::sort(by_age.begin(), by_age.end(), [](auto a, auto b) {
+    return a->second.last_use < b->second.last_use;
+  });
+  for (auto it : by_age) {  // busy ones stay: over the bound until they are idle
+    if (rings.size() <= keep) { return; }
+    if (it->second.ring->retire_if_idle()) { rings.erase(it); }
   }
 }
 
@@ -227,7 +237,7 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
   if (it != rings.end()) {
     auto& ring         = it->second.ring;
     bool const reshape = ring->num_slots() != num_slots || ring->slot_size() != slot_size;
-    if (!reshape || !ring->is_idle()) {
+    if (!reshape || !ring->retire_if_idle()) {
       it->second.last_use = ++uses;
       return ring;
     }

@@ -100,18 +100,25 @@ class StagingRing {
   /// planned use is taken as done (under mutex()), so that no task waits for it.
   void stream_caught_up() noexcept;
 
-  /// @brief Whether every planned use is complete and every operation has ended (false while
-  /// one is being planned).
-  [[nodiscard]] bool is_idle() const noexcept;
+  /**
+   * @brief Marks the ring retired and returns true if every planned use is complete and every
+   * operation has ended (false while one is being planned). The registry drops a ring only so;
+   * a caller that got the ring before finds it retired() once it holds mutex(), and asks again.
+   */
+  bool retire_if_idle() noexcept;
+  /// @brief Under mutex(): whether the registry has dropped this ring.
+  [[nodiscard]] bool retired() const noexcept { return retired_; }
 
  private:
-  void release() noexcept;  // frees the slots, gives the counters back
+  void release() noexcept;                          // frees the slots, gives the counters back
+  [[nodiscard]] bool idle_locked() const noexcept;  // under mutex_
 
   mutable std::mutex mutex_;
   std::size_t slot_size_;
   std::vector<StagingSlot> slots_;
   std::size_t cursor_{0};
   std::uint32_t operations_begun_;
+  bool retired_{false};  // under mutex_
 
   mutable std::mutex ended_mutex_;
   Counter operations_ended_;

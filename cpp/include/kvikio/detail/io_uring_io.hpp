@@ -38,7 +38,8 @@ inline constexpr unsigned io_uring_max_depth = 256;
  * @brief The shape of requests: a transfer is cut into pieces of `piece_size` bytes (default
  * 1 MiB), at most `depth` in flight per thread (default 64, at most io_uring_max_depth). Read at
  * each transfer; for benchmarks and tests.
- * @throws std::invalid_argument for a zero size or a depth outside [1, io_uring_max_depth].
+ * @throws std::invalid_argument for a size outside [1, 1 GiB] or a depth outside
+ * [1, io_uring_max_depth].
  */
 void set_io_uring_request_shape(std::size_t piece_size, unsigned depth);
 [[nodiscard]] std::size_t io_uring_piece_size() noexcept;

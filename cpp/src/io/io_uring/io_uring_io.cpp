@@ -278,7 +278,11 @@ bool io_uring_usable() noexcept
 
 void set_io_uring_request_shape(std::size_t piece, unsigned depth)
 {
-  KVIKIO_EXPECT(piece > 0, "io_uring: the request size must be positive", std::invalid_argument);
+  KVIKIO_EXPECT(piece > 0 && piece <= (std::size_t{1} << 30),
+                "io_uring: the request size must be 1 byte to 1 GiB (a request's length is 32 "
+                "bits), got " +
+                  std::to_string(piece),
+                std::invalid_argument);
   KVIKIO_EXPECT(depth >= 1 && depth <= io_uring_max_depth,
                 "io_uring: requests in flight must be 1.." + std::to_string(io_uring_max_depth) +
                   ", got " + std::to_string(depth),
