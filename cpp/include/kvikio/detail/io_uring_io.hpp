@@ -26,6 +26,12 @@ namespace kvikio::detail {
 [[nodiscard]] bool io_uring_usable() noexcept;
 
 /**
+ * @brief Whether this thread's local I/O goes through io_uring: `KVIKIO_LOCAL_IO_BACKEND` asks
+ * for it and io_uring_usable(). The one test every local I/O path makes.
+ */
+[[nodiscard]] bool io_uring_selected();
+
+/**
  * @brief For tests: makes the probe and the rings of threads that have none yet fail with
  * `errno_value` as `io_uring_setup` would (0: the real call); `forget_probe`: probe again.
  */

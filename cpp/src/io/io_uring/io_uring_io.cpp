@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <kvikio/bounce_buffer.hpp>
+#include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/posix_io.hpp>
 #include <kvikio/error.hpp>
@@ -274,6 +275,11 @@ bool io_uring_usable() noexcept
                     "): local I/O uses posix");
   }
   return probed.load() == 1 && this_thread_ring() != nullptr;
+}
+
+bool io_uring_selected()
+{
+  return defaults::local_io_backend() == LocalIOBackend::IO_URING && io_uring_usable();
 }
 
 void set_io_uring_request_shape(std::size_t piece, unsigned depth)

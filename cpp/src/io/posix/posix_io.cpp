@@ -59,7 +59,7 @@ std::size_t transfer_once(Op op, int fd, void* buf, std::size_t size, std::size_
 // in requests that kernel workers serve at once.
 void transfer_all(Op op, int fd, std::byte* buf, std::size_t size, std::size_t offset)
 {
-  if (size > 0 && defaults::local_io_backend() == LocalIOBackend::IO_URING && io_uring_usable()) {
+  if (size > 0 && io_uring_selected()) {
     io_uring_transfer_all(op == Op::read, fd, buf, size, offset);
     return;
   }
@@ -99,7 +99,7 @@ std::size_t transfer_direct(
   Op op, int fd_direct, std::byte* buf, std::size_t length, std::size_t offset)
 {
   if (length > 0 && is_aligned(reinterpret_cast<std::uintptr_t>(buf), page_size()) &&
-      defaults::local_io_backend() == LocalIOBackend::IO_URING && io_uring_usable()) {
+      io_uring_selected()) {
     try {  // many requests in flight, issued inline
       io_uring_transfer_all(op == Op::read, fd_direct, buf, length, offset, false);
       return length;
@@ -197,8 +197,8 @@ std::size_t device_io(Op op,
   CUstream const stream = stream_for_this_thread(ctx);
   BounceBufferRing<> ring{defaults::num_bounce_buffers()};
   std::size_t const chunk = ring.slot_size();
-  if (op == Op::read && fd_direct < 0 && defaults::local_io_backend() == LocalIOBackend::IO_URING &&
-      io_uring_usable()) {  // every slot filling at once, each copied as soon as it is full
+  // io_uring: every slot filling at once, each copied as soon as it is full.
+  if (op == Op::read && fd_direct < 0 && io_uring_selected()) {
     return io_uring_read_to_device(
       fd, convert_void2deviceptr(dev), size, file_offset, ring, stream);
   }
