@@ -140,34 +140,29 @@ class S3rver {
   static constexpr char const* secret     = "S3RVER";
   static constexpr char const* region     = "us-east-1";
 
-  S3rver() : port_{free_port()}
+  // A free port is only free when asked: another test's server may take it before s3rver
+  // (slow to start) binds it, and then answer in its place. So the answer must be s3rver's (its
+  // bucket list), else s3rver starts again on another port.
+  S3rver()
   {
     std::string const data = dir_.file("data");
     std::filesystem::create_directories(data);
-    std::string const port = std::to_string(port_);
-    pid_                   = ::fork();
-    if (pid_ == 0) {
-      ::execlp("s3rver",
-               "s3rver",
-               "--directory",
-               data.c_str(),
-               "--address",
-               "127.0.0.1",
-               "--port",
-               port.c_str(),
-               "--silent",
-               "--configure-bucket",
-               bucket,
-               static_cast<char*>(nullptr));
-      ::_exit(127);
+    for (int attempt = 1;; ++attempt) {
+      port_ = free_port();
+      start(data);
+      try {
+        wait_until_listening(port_, pid_, "s3rver (from npm: ci/install-deps.sh installs it)");
+        if (answers_as_s3rver()) { return; }
+      } catch (std::runtime_error const&) {
+        if (attempt == 3) { throw; }
+      }
+      stop();
+      if (attempt == 3) {
+        throw std::runtime_error("s3rver: another server answered on its port three times");
+      }
     }
-    wait_until_listening(port_, pid_, "s3rver (from npm: ci/install-deps.sh installs it)");
   }
-  ~S3rver()
-  {
-    ::kill(pid_, SIGTERM);
-    ::waitpid(pid_, nullptr, 0);
-  }
+  ~S3rver() { stop(); }
   S3rver(S3rver const&)            = delete;
   S3rver& operator=(S3rver const&) = delete;
 
@@ -218,8 +213,55 @@ class S3rver {
   }
 
  private:
+  void start(std::string const& data)
+  {
+    std::string const port = std::to_string(port_);
+    pid_                   = ::fork();
+    if (pid_ == 0) {
+      ::execlp("s3rver",
+               "s3rver",
+               "--directory",
+               data.c_str(),
+               "--address",
+               "127.0.0.1",
+               "--port",
+               port.c_str(),
+               "--silent",
+               "--configure-bucket",
+               bucket,
+               static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  void stop() noexcept
+  {
+    if (pid_ <= 0) { return; }
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  // s3rver answers GET / with its bucket list (ListAllMyBucketsResult), naming our bucket.
+  [[nodiscard]] bool answers_as_s3rver() const
+  {
+    std::string body;
+    auto const write = +[](char* in, std::size_t size, std::size_t n, void* user) -> std::size_t {
+      static_cast<std::string*>(user)->append(in, size * n);
+      return size * n;
+    };
+    CURL* curl             = ::curl_easy_init();
+    std::string const root = endpoint() + "/";
+    ::curl_easy_setopt(curl, CURLOPT_URL, root.c_str());
+    ::curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write);
+    ::curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+    ::curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
+    CURLcode const rc = ::curl_easy_perform(curl);
+    ::curl_easy_cleanup(curl);
+    return rc == CURLE_OK && body.find("ListAllMyBucketsResult") != std::string::npos &&
+           body.find(bucket) != std::string::npos;
+  }
+
   TempDir dir_;
-  int port_;
+  int port_{0};
   pid_t pid_{-1};
 };
 
