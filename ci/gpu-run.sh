@@ -55,12 +55,15 @@ if [[ ${BENCH:-0} == 1 ]]; then
       | tee -a "$OUT/bench.log" || status=1
   done
   rm -f $file
-  # Writes into the page cache (no fsync), smaller so that write-back keeps up.
+  # Writes into the page cache (no fsync), smaller so that write-back keeps up; the same
+  # backends, shapes and threads as the reads, WRITE_FLAGS.
   if [[ ${BENCH_WRITE:-0} == 1 ]]; then
     for mem in ${BENCH_MEM:-host device}; do
-      timeout 200 $bench local write --file /tmp/kvikio-bench-w.bin --size 4GiB --threads 1,2,4,8,16 \
-        --task-size 4MiB --ring-depth ${RING:-4} --mem $mem --repeat 3 --json "$OUT/bench.jsonl" 2>&1 \
-        | tee -a "$OUT/bench.log" || status=1
+      # shellcheck disable=SC2086 # WRITE_FLAGS is a list of options
+      timeout 300 $bench local write --file /tmp/kvikio-bench-w.bin --size 4GiB \
+        --threads ${BENCH_THREADS:-1,2,4,8,16} ${WRITE_FLAGS:-} --task-size 4MiB \
+        --ring-depth ${RING:-4} --backend ${BACKENDS:-posix} "${shapes[@]}" --mem $mem --repeat 3 \
+        --json "$OUT/bench.jsonl" 2>&1 | tee -a "$OUT/bench.log" || status=1
     done
     rm -f /tmp/kvikio-bench-w.bin
   fi

@@ -67,8 +67,13 @@ int main(int argc, char** argv)
   local_cmd
     ->add_option("--io-uring-shape",
                  local.io_uring_shapes,
-                 "io_uring request shapes to sweep, SIZE:DEPTH (e.g. 1MiB:64,256KiB:64)")
+                 "io_uring request shapes to sweep, SIZE:DEPTH[:WORKERS] (e.g. 1MiB:64,4MiB:32:8; "
+                 "WORKERS: kernel workers per thread ring, default the kernel's bound)")
     ->delimiter(',');
+  local_cmd->add_flag("--io-uring-unregistered",
+                      local.io_uring_unregistered,
+                      "with --backend io_uring, also each variant with the staging buffers not "
+                      "registered (plain requests instead of fixed ones)");
   local_cmd->add_option("--async-reads", local.async_reads, "N for --api async")
     ->default_val(8)
     ->check(CLI::PositiveNumber);

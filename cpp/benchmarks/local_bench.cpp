@@ -292,36 +292,49 @@ int run_local(LocalOptions const& o)
            }});
       }
     } else {
-      // io_uring: one variant per request shape, SIZE:DEPTH (none given: the library's).
+      // io_uring: one variant per request shape, SIZE:DEPTH[:WORKERS] (none given: the
+      // library's; WORKERS: kernel workers per ring, 0 or none: the kernel's bound).
       auto set_shape = [](std::string const& shape) {
         auto const colon = shape.find(':');
         KVIKIO_EXPECT(colon != std::string::npos,
-                      "--io-uring-shape wants SIZE:DEPTH, got " + shape,
+                      "--io-uring-shape wants SIZE:DEPTH[:WORKERS], got " + shape,
                       std::invalid_argument);
+        auto const second = shape.find(':', colon + 1);
         detail::set_io_uring_request_shape(
           parse_size(shape.substr(0, colon)),
-          static_cast<unsigned>(std::stoul(shape.substr(colon + 1))));
+          static_cast<unsigned>(std::stoul(shape.substr(colon + 1, second - colon - 1))));
+        detail::set_io_uring_max_workers(
+          second == std::string::npos
+            ? 0
+            : static_cast<unsigned>(std::stoul(shape.substr(second + 1))));
       };
       for (auto const& backend : o.backends) {
         std::vector<std::string> shapes{""};
         if (backend == "io_uring" && !o.io_uring_shapes.empty()) { shapes = o.io_uring_shapes; }
+        std::vector<bool> registrations{true};
+        if (backend == "io_uring" && o.io_uring_unregistered) { registrations.push_back(false); }
         for (auto const& shape : shapes) {
-          for (std::size_t k : depths) {
-            std::string const name =
-              "kvikio " + backend + (shape.empty() ? "" : " " + shape) + " k=" + std::to_string(k);
-            variants.push_back({name, k, [&, k, backend, shape] {
-                                  defaults::set_num_bounce_buffers(k);
-                                  if (!shape.empty()) { set_shape(shape); }
-                                  defaults::set_local_io_backend(
-                                    detail::parse_local_io_backend("--backend", backend));
-                                  auto const n = read
-                                                   ? file.pread(kvikio_buf, size, 0, task).get()
-                                                   : file.pwrite(kvikio_buf, size, 0, task).get();
-                                  defaults::set_local_io_backend(LocalIOBackend::POSIX);
-                                  KVIKIO_EXPECT(n == size,
-                                                "kvikio moved " + std::to_string(n) + " of " +
-                                                  std::to_string(size) + " bytes");
-                                }});
+          for (bool registered : registrations) {
+            for (std::size_t k : depths) {
+              std::string const name = "kvikio " + backend + (shape.empty() ? "" : " " + shape) +
+                                       (registered ? "" : " unregistered") +
+                                       " k=" + std::to_string(k);
+              variants.push_back({name, k, [&, k, backend, shape, registered] {
+                                    defaults::set_num_bounce_buffers(k);
+                                    if (!shape.empty()) { set_shape(shape); }
+                                    detail::set_io_uring_registered_buffers(registered);
+                                    defaults::set_local_io_backend(
+                                      detail::parse_local_io_backend("--backend", backend));
+                                    auto const n = read
+                                                     ? file.pread(kvikio_buf, size, 0, task).get()
+                                                     : file.pwrite(kvikio_buf, size, 0, task).get();
+                                    defaults::set_local_io_backend(LocalIOBackend::POSIX);
+                                    detail::set_io_uring_registered_buffers(true);
+                                    KVIKIO_EXPECT(n == size,
+                                                  "kvikio moved " + std::to_string(n) + " of " +
+                                                    std::to_string(size) + " bytes");
+                                  }});
+            }
           }
         }
       }

@@ -30,6 +30,7 @@ struct LocalOptions {
   // ("SIZE:DEPTH"; none: the library's).
   std::vector<std::string> backends{"posix"};
   std::vector<std::string> io_uring_shapes;
+  bool io_uring_unregistered{false};
 };
 
 /// Runs `kvikio_bench local ...`; returns the process exit code.

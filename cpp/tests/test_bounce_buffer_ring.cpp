@@ -106,6 +106,33 @@ TEST_F(OnDevice, RingSlotsShareOneBufferAndPinnedMemoryIsBounded)
   }
   EXPECT_EQ(pool.num_free_buffers(), 2U);
   EXPECT_THROW(kvikio::BounceBufferRing<>{0}, std::invalid_argument);
+  EXPECT_THROW((kvikio::BounceBufferRing<>{4, 0}), std::invalid_argument);
+}
+
+// A ring over several pool buffers (io_uring's deeper staging): k slots in each, every slot
+// inside its own buffer, and the buffers back in the pool afterwards.
+TEST_F(OnDevice, RingOverSeveralBuffers)
+{
+  auto& pool = kvikio::BounceBufferPool<>::instance();
+  kvikio::defaults::set_bounce_buffer_size(1 << 20);
+  pool.clear();
+  std::size_t const before = pool.pinned_bytes();
+  {
+    kvikio::BounceBufferRing<> ring{3, 2};
+    ASSERT_EQ(ring.num_buffers(), 2U);
+    EXPECT_EQ(ring.num_slots(), 6U);
+    EXPECT_EQ(pool.pinned_bytes(), before + (2U << 20));
+    EXPECT_EQ(ring.buffer_span(), 3 * ring.slot_size());
+    EXPECT_LE(ring.buffer_span(), 1U << 20);
+    for (std::size_t i = 0; i < ring.num_slots(); ++i) {
+      auto const* base = static_cast<std::byte*>(ring.buffer(i / 3));
+      auto const* slot = static_cast<std::byte*>(ring.data(i));
+      EXPECT_GE(slot, base) << "slot " << i;
+      EXPECT_LE(slot + ring.slot_size(), base + ring.buffer_span()) << "slot " << i;
+    }
+    EXPECT_NE(ring.buffer(0), ring.buffer(1));
+  }
+  EXPECT_EQ(pool.num_free_buffers(), 2U);
 }
 
 // The harness catches a ring that reuses slots without waiting: the broken cycle below refills

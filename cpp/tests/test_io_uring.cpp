@@ -4,15 +4,28 @@
  * The io_uring local backend on its own: it is usable on these machines' kernels (so CI tests
  * the real backend), moves bytes exactly (more pieces than the queue holds, odd sizes and
  * offsets), reports a read past the end and a bad descriptor only after every request ended,
- * and where io_uring_setup is refused, FileHandle falls back to POSIX. The whole FileHandle and
- * stream-ordered suites run on this backend too (".io_uring" in ctest).
+ * and where io_uring_setup is refused, FileHandle falls back to POSIX. Device transfers stage
+ * through registered pool buffers (dropped when the pool frees one); injected short, interrupted
+ * and failed completions, real signals during waits and a file-size limit leave exact bytes or a
+ * clear error. The whole FileHandle and stream-ordered suites run on this backend too
+ * (".io_uring" in ctest).
  */
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <sys/syscall.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -20,15 +33,19 @@
 
 #include <gtest/gtest.h>
 
+#include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/io_uring_io.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
+#include <kvikio/utils.hpp>
 
 #include "common/device.hpp"
 #include "common/temp_dir.hpp"
 
+using kvikio::test::api;
 using kvikio::test::pattern;
+using Fault = kvikio::detail::IoUringFault;
 
 namespace {
 
@@ -50,6 +67,21 @@ class IoUring : public ::testing::Test {
     if (fd_ >= 0) { ::close(fd_); }
     kvikio::detail::override_io_uring_setup(0);
     kvikio::detail::set_io_uring_request_shape(std::size_t{1} << 20, 64);
+    kvikio::detail::inject_io_uring_fault(Fault{});
+    kvikio::detail::set_io_uring_registered_buffers(true);
+    kvikio::detail::set_io_uring_max_workers(0);
+  }
+  std::byte* bytes(std::vector<std::uint8_t>& v) { return reinterpret_cast<std::byte*>(v.data()); }
+  // Reads `size` bytes at `offset` into poisoned host memory; checks them and the guards.
+  void expect_host_read(std::size_t size, std::size_t offset)
+  {
+    std::vector<std::uint8_t> buf(size + 2 * guard, poison);
+    kvikio::detail::io_uring_transfer_all(true, fd_, bytes(buf) + guard, size, offset);
+    ASSERT_EQ(0, std::memcmp(buf.data() + guard, content_.data() + offset, size));
+    for (std::size_t i = 0; i < guard; ++i) {
+      ASSERT_EQ(buf[i], poison) << "written before the buffer";
+      ASSERT_EQ(buf[guard + size + i], poison) << "written after the buffer";
+    }
   }
   void write_content()
   {
@@ -201,6 +233,252 @@ TEST_F(IoUring, ThreadWithoutARingUsesPosix)
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
   EXPECT_FALSE(usable);
   EXPECT_EQ(back, content_);
+}
+
+// Kernel workers of the rings of thread `tid` ("iou-wrk-<tid>" among this process's threads).
+std::size_t kernel_workers_of(pid_t tid)
+{
+  std::string const name = "iou-wrk-" + std::to_string(tid);
+  std::size_t count      = 0;
+  for (auto const& task : std::filesystem::directory_iterator{"/proc/self/task"}) {
+    std::ifstream comm{task.path() / "comm"};
+    std::string line;
+    if (std::getline(comm, line) && line == name) { ++count; }
+  }
+  return count;
+}
+
+// A bound on kernel workers reaches the ring: a thread keeping 64 requests in flight gets no
+// more workers than asked for, and moves the same bytes.
+TEST_F(IoUring, KernelWorkersAreBounded)
+{
+  write_content();
+  kvikio::detail::set_io_uring_request_shape(256 << 10, 64);
+  kvikio::detail::set_io_uring_max_workers(2);
+  std::size_t workers = 0;
+  std::thread{[&] {
+    expect_host_read(content_.size(), 0);
+    workers = kernel_workers_of(static_cast<pid_t>(::syscall(SYS_gettid)));
+  }}.join();
+  kvikio::detail::set_io_uring_max_workers(0);
+  EXPECT_GE(workers, 1U) << "no kernel worker ran the buffered requests";
+  EXPECT_LE(workers, 2U);
+  expect_host_read(content_.size(), 0);
+}
+
+// Device transfers: the current context of device 0 (the simulator in CI), a small staging so
+// that a transfer spans several pool buffers and wraps round them many times.
+class IoUringDevice : public IoUring {
+ protected:
+  void SetUp() override
+  {
+    IoUring::SetUp();
+    if (!kvikio::is_cuda_available()) {
+      GTEST_SKIP() << "no CUDA device: " << kvikio::detail::cuda_unavailable_reason();
+    }
+    context_.emplace(kvikio::get_primary_cuda_context(0));
+    kvikio::defaults::set_bounce_buffer_size(64 << 10);
+    kvikio::defaults::set_num_bounce_buffers(3);
+    kvikio::detail::set_io_uring_request_shape(5000, 16);  // 80000 bytes: two 64 KiB buffers
+  }
+  void TearDown() override
+  {
+    context_.reset();
+    IoUring::TearDown();
+  }
+  // Reads `size` bytes at `offset` into poisoned device memory; checks them and the guards.
+  void expect_device_read(std::size_t size, std::size_t offset)
+  {
+    kvikio::test::DeviceBuffer dev{size + 2 * guard};
+    ASSERT_EQ(api().MemsetD8(dev.ptr, poison, dev.size), CUDA_SUCCESS);
+    EXPECT_EQ(kvikio::detail::io_uring_read_to_device(fd_, dev.ptr + guard, size, offset, nullptr),
+              size);
+    std::vector<std::uint8_t> back(dev.size);
+    ASSERT_EQ(api().MemcpyDtoH(back.data(), dev.ptr, dev.size), CUDA_SUCCESS);
+    ASSERT_EQ(0, std::memcmp(back.data() + guard, content_.data() + offset, size));
+    for (std::size_t i = 0; i < guard; ++i) {
+      ASSERT_EQ(back[i], poison) << "written before the destination";
+      ASSERT_EQ(back[guard + size + i], poison) << "written after the destination";
+    }
+  }
+  // Writes `size` bytes of a fresh pattern from device memory at `offset`; the file has them
+  // there and its content elsewhere.
+  void expect_device_write(std::size_t size, std::size_t offset, std::uint32_t seed)
+  {
+    auto const data = pattern(size, seed);
+    kvikio::test::DeviceBuffer dev{size};
+    ASSERT_EQ(api().MemcpyHtoD(dev.ptr, data.data(), size), CUDA_SUCCESS);
+    EXPECT_EQ(kvikio::detail::io_uring_write_from_device(fd_, dev.ptr, size, offset, nullptr),
+              size);
+    std::vector<std::uint8_t> file(content_.size());
+    ASSERT_EQ(::pread(fd_, file.data(), file.size(), 0), static_cast<ssize_t>(file.size()));
+    ASSERT_EQ(0, std::memcmp(file.data() + offset, data.data(), size));
+    ASSERT_EQ(0, std::memcmp(file.data(), content_.data(), offset)) << "written before";
+    ASSERT_EQ(
+      0,
+      std::memcmp(
+        file.data() + offset + size, content_.data() + offset + size, file.size() - offset - size))
+      << "written after";
+    std::memcpy(content_.data() + offset, data.data(), size);  // the file's content now
+  }
+  std::optional<kvikio::PushAndPopContext> context_;
+};
+
+TEST_F(IoUringDevice, StagingOfSeveralRegisteredBuffers)
+{
+  write_content();
+  ASSERT_EQ(kvikio::detail::io_uring_staging_buffers(), 2U);
+  expect_device_read(1000 * 1000 + 4099, 7);
+  EXPECT_EQ(kvikio::detail::io_uring_registered_buffer_count(), 2U)
+    << "the staging buffers were not registered with this thread's ring";
+  expect_device_write(1000 * 1000 + 4099, 11, 5);
+  expect_device_read(content_.size(), 0);
+  // A whole slot, a piece, a byte.
+  expect_device_read(16 << 10, 4096);
+  expect_device_read(5000, 3);
+  expect_device_write(1, 100, 6);
+  // Plain requests (registration off) move the same bytes.
+  kvikio::detail::set_io_uring_registered_buffers(false);
+  expect_device_read(777 * 1000, 12345);
+  expect_device_write(777 * 1000, 1, 8);
+}
+
+// Once the pool frees a buffer, a new one may take its address while the registration still
+// holds the old pages: the thread's table is emptied first, or reads land in freed memory.
+TEST_F(IoUringDevice, RegistrationsAreDroppedWhenThePoolFreesABuffer)
+{
+  write_content();
+  auto& pool = kvikio::BounceBufferPool<>::instance();
+  for (int round = 0; round < 4; ++round) {
+    expect_device_read(300 * 1000 + round, static_cast<std::size_t>(round) * 4096 + 1);
+    EXPECT_EQ(kvikio::detail::io_uring_registered_buffer_count(), 2U);
+    EXPECT_EQ(pool.clear(), 2U);  // both staging buffers freed
+  }
+}
+
+// Injected completions the kernel seldom gives on regular files: short transfers, interrupted
+// and would-block requests are redone for the rest, so every path still moves exact bytes.
+TEST_F(IoUringDevice, ShortAndInterruptedCompletionsAreRedone)
+{
+  write_content();
+  for (auto kind : {Fault::Kind::short_transfer, Fault::Kind::eintr, Fault::Kind::eagain}) {
+    SCOPED_TRACE(static_cast<int>(kind));
+    kvikio::detail::inject_io_uring_fault(Fault{kind, 3, 0});
+    expect_host_read(content_.size() - 9, 9);
+    auto const data = pattern(600 * 1000, 40 + static_cast<unsigned>(kind));
+    kvikio::detail::io_uring_transfer_all(
+      false,
+      fd_,
+      reinterpret_cast<std::byte*>(const_cast<std::uint8_t*>(data.data())),
+      data.size(),
+      21);
+    std::memcpy(content_.data() + 21, data.data(), data.size());
+    expect_host_read(content_.size(), 0);
+    expect_device_read(900 * 1000 + 1, 5);
+    expect_device_write(500 * 1000 + 3, 4097, 50 + static_cast<unsigned>(kind));
+  }
+  kvikio::detail::inject_io_uring_fault(Fault{});
+  expect_host_read(content_.size(), 0);
+}
+
+// A request that fails: a system error naming the errno, thrown once nothing is in flight;
+// nothing lands outside the destination, staging returns to the pool, the next transfer works.
+TEST_F(IoUringDevice, FailedRequestIsAClearErrorAndTheNextTransferWorks)
+{
+  write_content();
+  auto& pool = kvikio::BounceBufferPool<>::instance();
+  expect_device_read(1000, 0);  // the pool holds the staging buffers
+  std::size_t const free_buffers = pool.num_free_buffers();
+  auto expect_eio                = [](auto&& transfer) {
+    try {
+      transfer();
+      FAIL() << "a transfer with a failed request succeeded";
+    } catch (kvikio::GenericSystemError const& e) {
+      EXPECT_EQ(e.code().value(), EIO) << e.what();
+      EXPECT_NE(std::string{e.what()}.find("io_uring"), std::string::npos) << e.what();
+    }
+  };
+  kvikio::detail::inject_io_uring_fault(Fault{Fault::Kind::error, 7, EIO});
+  std::vector<std::uint8_t> host(content_.size() + 2 * guard, poison);
+  expect_eio([&] {
+    kvikio::detail::io_uring_transfer_all(true, fd_, bytes(host) + guard, content_.size(), 0);
+  });
+  for (std::size_t i = 0; i < guard; ++i) {
+    ASSERT_EQ(host[i], poison);
+    ASSERT_EQ(host[guard + content_.size() + i], poison);
+  }
+  kvikio::test::DeviceBuffer dev{content_.size()};
+  expect_eio(
+    [&] { kvikio::detail::io_uring_read_to_device(fd_, dev.ptr, content_.size(), 0, nullptr); });
+  expect_eio(
+    [&] { kvikio::detail::io_uring_write_from_device(fd_, dev.ptr, content_.size(), 0, nullptr); });
+  EXPECT_EQ(pool.num_free_buffers(), free_buffers) << "staging was not given back";
+  kvikio::detail::inject_io_uring_fault(Fault{});
+  write_content();  // whatever the failed write left
+  expect_host_read(content_.size(), 0);
+  expect_device_read(content_.size(), 0);
+  expect_device_write(70 * 1000, 3, 9);
+}
+
+std::atomic<unsigned> signals_caught{0};
+extern "C" void count_signal(int) { signals_caught.fetch_add(1); }
+
+// Signals delivered to the waiting thread (a handler without SA_RESTART, so waits return
+// EINTR): transfers go on and move exact bytes.
+TEST_F(IoUringDevice, SignalsDuringWaits)
+{
+  write_content();
+  struct sigaction action {};
+  struct sigaction old {};
+  action.sa_handler = count_signal;
+  sigemptyset(&action.sa_mask);
+  ASSERT_EQ(::sigaction(SIGUSR1, &action, &old), 0);
+  signals_caught.store(0);
+  std::atomic<bool> done{false};
+  pthread_t const target = ::pthread_self();
+  std::thread sender{[&] {
+    while (!done.load()) {
+      ::pthread_kill(target, SIGUSR1);
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }};
+  kvikio::detail::set_io_uring_request_shape(4096, 4);  // many waits
+  try {
+    for (std::size_t round = 0; round < 20; ++round) {
+      expect_host_read((2 << 20) - round, round);
+      expect_device_read(200 * 1000, round * 3);
+    }
+  } catch (std::exception const& e) {
+    ADD_FAILURE() << "a transfer under signals threw: " << e.what();
+  }
+  done.store(true);
+  sender.join();
+  ::sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_GT(signals_caught.load(), 0U) << "no signal landed during the transfers";
+}
+
+// A write past RLIMIT_FSIZE: the kernel refuses it (EFBIG; SIGXFSZ ignored), reported as such.
+TEST_F(IoUring, WritePastTheFileSizeLimitIsEFBIG)
+{
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto* const old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  rlimit limited          = old;
+  limited.rlim_cur        = 1 << 20;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+  int error = 0;
+  try {
+    kvikio::detail::io_uring_transfer_all(false, fd_, bytes(content_), 3 << 20, 0);
+  } catch (kvikio::GenericSystemError const& e) {
+    error = e.code().value();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  ::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(error, EFBIG);
+  std::vector<std::uint8_t> back(1 << 20);
+  ASSERT_EQ(::pread(fd_, back.data(), back.size(), 0), static_cast<ssize_t>(back.size()));
+  EXPECT_EQ(0, std::memcmp(back.data(), content_.data(), back.size()))
+    << "the bytes below the limit were not written";
 }
 
 }  // namespace

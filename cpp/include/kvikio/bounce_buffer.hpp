@@ -81,6 +81,13 @@ class BounceBufferPool {
   /// @brief Pinned bytes this pool holds: buffers waiting in it and buffers on loan.
   [[nodiscard]] std::size_t pinned_bytes() const;
 
+  /**
+   * @brief How many buffers this pool has freed so far. A buffer's address may be reused by a
+   * later allocation once it is freed: whoever keeps state per address (io_uring's registered
+   * buffers) drops it when this count changes.
+   */
+  [[nodiscard]] std::size_t num_freed() const;
+
   /// @brief The process-wide pool (never destroyed: its buffers may outlive the CUDA driver).
   static BounceBufferPool& instance();
 
@@ -91,14 +98,17 @@ class BounceBufferPool {
   std::vector<void*> free_;
   std::size_t buffer_size_{0};
   std::size_t pinned_bytes_{0};
+  std::size_t num_freed_{0};
 };
 
 /**
- * @brief k staging slots carved out of one pool buffer, each with an event from the EventPool,
- * so that producing bytes into one slot overlaps the copies of the others.
+ * @brief k staging slots carved out of one pool buffer (or k per buffer out of several), each
+ * with an event from the EventPool, so that producing bytes into one slot overlaps the copies of
+ * the others.
  *
  * The slots share one `KVIKIO_BOUNCE_BUFFER_SIZE` buffer (slot size = buffer size / k, rounded
  * down to whole pages), so a ring costs no more pinned memory than upstream's single buffer.
+ * Sources that keep more bytes in flight than one buffer holds (io_uring) take several.
  * A ring belongs to one task on one thread. Invariants: a slot is never refilled while a copy
  * from it is pending (next() waits on its event, which happens only on wrap-around), and a slot
  * filled by a device-to-host copy is never read before that copy completed (wait()).
@@ -115,14 +125,22 @@ class BounceBufferPool {
 template <typename Allocator = CudaPinnedAllocator>
 class BounceBufferRing {
  public:
-  /// @throws std::invalid_argument if `num_slots` is 0; what the pool and driver throw.
-  explicit BounceBufferRing(std::size_t num_slots);
+  /**
+   * @brief `num_slots` slots in each of `num_buffers` pool buffers.
+   * @throws std::invalid_argument if either is 0; what the pool and driver throw.
+   */
+  explicit BounceBufferRing(std::size_t num_slots, std::size_t num_buffers = 1);
   ~BounceBufferRing() noexcept;
   BounceBufferRing(BounceBufferRing const&)            = delete;
   BounceBufferRing& operator=(BounceBufferRing const&) = delete;
 
   [[nodiscard]] std::size_t num_slots() const noexcept { return slots_.size(); }
   [[nodiscard]] std::size_t slot_size() const noexcept { return slot_size_; }
+  /// @brief The pool buffers the slots are carved from (for io_uring's buffer registration).
+  [[nodiscard]] std::size_t num_buffers() const noexcept { return buffers_.size(); }
+  [[nodiscard]] void* buffer(std::size_t index) const { return buffers_.at(index).get(); }
+  /// @brief Bytes of buffer(index) that its slots span.
+  [[nodiscard]] std::size_t buffer_span() const noexcept { return slot_size_ * slots_per_buffer(); }
 
   /// @brief Moves to the next slot and returns its memory, waiting only if a copy from or into
   /// it is still in flight.
@@ -163,7 +181,11 @@ class BounceBufferRing {
     bool in_flight{false};
   };
   void* advance();
-  typename BounceBufferPool<Allocator>::Buffer buffer_;
+  [[nodiscard]] std::size_t slots_per_buffer() const noexcept
+  {
+    return slots_.size() / buffers_.size();
+  }
+  std::vector<typename BounceBufferPool<Allocator>::Buffer> buffers_;
   std::size_t slot_size_;
   std::vector<Slot> slots_;
   std::size_t current_;

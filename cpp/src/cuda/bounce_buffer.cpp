@@ -57,6 +57,7 @@ typename BounceBufferPool<Allocator>::Buffer BounceBufferPool<Allocator>::get()
         Allocator::deallocate(p, buffer_size_);
       }
       pinned_bytes_ -= free_.size() * buffer_size_;
+      num_freed_ += free_.size();
       free_.clear();
       buffer_size_ = size;
     }
@@ -85,6 +86,7 @@ void BounceBufferPool<Allocator>::put(void* ptr, std::size_t size) noexcept
   }
   Allocator::deallocate(ptr, size);
   pinned_bytes_ -= size;
+  ++num_freed_;
 }
 
 template <typename Allocator>
@@ -103,8 +105,16 @@ std::size_t BounceBufferPool<Allocator>::clear()
   }
   auto const n = free_.size();
   pinned_bytes_ -= n * buffer_size_;
+  num_freed_ += n;
   free_.clear();
   return n;
+}
+
+template <typename Allocator>
+std::size_t BounceBufferPool<Allocator>::num_freed() const
+{
+  std::lock_guard const lock{mutex_};
+  return num_freed_;
 }
 
 template <typename Allocator>
@@ -127,21 +137,34 @@ template class BounceBufferPool<CudaPinnedAllocator>;
 // BounceBufferRing
 
 template <typename Allocator>
-BounceBufferRing<Allocator>::BounceBufferRing(std::size_t num_slots)
-  : buffer_{BounceBufferPool<Allocator>::instance().get()}, slot_size_{0}, current_{0}
+BounceBufferRing<Allocator>::BounceBufferRing(std::size_t num_slots, std::size_t num_buffers)
+  : slot_size_{0}, current_{0}
 {
   KVIKIO_EXPECT(
     num_slots > 0, "BounceBufferRing: the number of slots must be positive", std::invalid_argument);
+  KVIKIO_EXPECT(num_buffers > 0,
+                "BounceBufferRing: the number of buffers must be positive",
+                std::invalid_argument);
+  buffers_.reserve(num_buffers);
+  for (std::size_t b = 0; b < num_buffers; ++b) {
+    buffers_.push_back(BounceBufferPool<Allocator>::instance().get());
+  }
+  std::size_t size = buffers_.front().size();  // the setting may change between two get()s
+  for (auto const& buffer : buffers_) {
+    size = std::min(size, buffer.size());
+  }
   std::size_t const page = detail::page_size();
   // Whole pages per slot keep every slot usable for O_DIRECT; at least one page each.
-  std::size_t const slots = std::min(num_slots, std::max<std::size_t>(buffer_.size() / page, 1));
-  slot_size_ = std::max(buffer_.size() / slots / page * page, std::min(page, buffer_.size()));
-  auto* base = static_cast<std::byte*>(buffer_.get());
-  slots_.reserve(slots);
-  for (std::size_t i = 0; i < slots; ++i) {
-    slots_.push_back(Slot{base + i * slot_size_, std::nullopt, false});
+  std::size_t const slots = std::min(num_slots, std::max<std::size_t>(size / page, 1));
+  slot_size_              = std::max(size / slots / page * page, std::min(page, size));
+  slots_.reserve(slots * num_buffers);
+  for (auto const& buffer : buffers_) {
+    auto* base = static_cast<std::byte*>(buffer.get());
+    for (std::size_t i = 0; i < slots; ++i) {
+      slots_.push_back(Slot{base + i * slot_size_, std::nullopt, false});
+    }
   }
-  current_ = slots - 1;  // the first next() lands on slot 0
+  current_ = slots_.size() - 1;  // the first next() lands on slot 0
 }
 
 template <typename Allocator>

@@ -13,8 +13,6 @@
 
 #include <cuda.h>
 
-#include <kvikio/bounce_buffer.hpp>
-
 namespace kvikio::detail {
 
 /**
@@ -52,6 +50,15 @@ void set_io_uring_request_shape(std::size_t piece_size, unsigned depth);
 [[nodiscard]] unsigned io_uring_queue_depth() noexcept;
 
 /**
+ * @brief The most kernel workers each thread's ring may run for file requests
+ * (`IORING_REGISTER_IOWQ_MAX_WORKERS`, bounded workers); 0 (default): the kernel's own bound
+ * (the ring's depth or 4 per CPU, whichever is less). Applied at each ring's next transfer; for
+ * benchmarks and tests.
+ */
+void set_io_uring_max_workers(unsigned workers) noexcept;
+[[nodiscard]] unsigned io_uring_max_workers() noexcept;
+
+/**
  * @brief Moves exactly `size` bytes at `offset` through `fd` with this thread's ring: pieces of
  * io_uring_piece_size(), up to io_uring_queue_depth() in flight. `buffered` (a page-cache
  * descriptor): each request goes to a kernel worker (`IOSQE_ASYNC`; buffered requests would
@@ -65,17 +72,56 @@ void io_uring_transfer_all(
   bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset, bool buffered = true);
 
 /**
- * @brief Reads `size` bytes at `offset` of `fd` (buffered) into device memory `dev` through
- * `ring`: the requests of all its slots are in flight at once (kernel workers fill them), and
- * each slot is copied on `stream` as soon as it is full, in order; a slot is refilled once its
- * copy is done. Returns `size` once every copy has completed.
+ * @brief Pool buffers of staging per device transfer: enough for io_uring_queue_depth() requests
+ * of io_uring_piece_size() (ceil of their bytes over `KVIKIO_BOUNCE_BUFFER_SIZE`, at least one),
+ * so that the ring, not the staging, bounds what is in flight. Each is cut into
+ * `KVIKIO_NUM_BOUNCE_BUFFERS` slots.
+ */
+[[nodiscard]] std::size_t io_uring_staging_buffers();
+
+/**
+ * @brief Reads `size` bytes at `offset` of `fd` (buffered) into device memory `dev`, staged in
+ * a BounceBufferRing of io_uring_staging_buffers(): the requests of all its slots are in flight
+ * at once (kernel workers fill them), each slot is copied on `stream` as soon as it is full, in
+ * order, and refilled once its copy is done. Slots go to the kernel as registered buffers
+ * (fixed reads) where this thread's ring can register them. Returns `size` once every copy has
+ * completed.
  * @throws as io_uring_transfer_all(), once no request is in flight and no copy pending.
  */
-std::size_t io_uring_read_to_device(int fd,
-                                    CUdeviceptr dev,
-                                    std::size_t size,
-                                    std::size_t offset,
-                                    BounceBufferRing<>& ring,
-                                    CUstream stream);
+std::size_t io_uring_read_to_device(
+  int fd, CUdeviceptr dev, std::size_t size, std::size_t offset, CUstream stream);
+
+/**
+ * @brief Writes `size` bytes of device memory `dev` to `fd` (buffered) at `offset`: every slot of
+ * the staging is copied out on `stream` ahead, and each slot's write requests go to the ring as
+ * soon as its copy is done, so writes of some slots overlap copies into others; a slot is copied
+ * into again only once its writes completed. Returns `size`, the bytes in the file.
+ * @throws as io_uring_transfer_all(), once no request is in flight and no copy pending.
+ */
+std::size_t io_uring_write_from_device(
+  int fd, CUdeviceptr dev, std::size_t size, std::size_t offset, CUstream stream);
+
+/**
+ * @brief For tests and benchmarks: whether staging slots go to the kernel as registered buffers
+ * (`IORING_REGISTER_BUFFERS`, fixed reads and writes; default on).
+ */
+void set_io_uring_registered_buffers(bool on) noexcept;
+
+/// @brief Staging buffers this thread's ring has registered (0 where registration is refused).
+[[nodiscard]] std::size_t io_uring_registered_buffer_count() noexcept;
+
+/**
+ * @brief For tests: a completion to inject in place of what the kernel reported, for every
+ * `every`-th request of the process from now on (0: none). The kernel did move the bytes; the
+ * engine is told otherwise, as it would be by a real short transfer, an interrupted request or a
+ * failed one.
+ */
+struct IoUringFault {
+  enum class Kind { none, short_transfer, eintr, eagain, error };
+  Kind kind{Kind::none};
+  unsigned every{0};
+  int error{0};  ///< for Kind::error: the errno the request fails with
+};
+void inject_io_uring_fault(IoUringFault fault) noexcept;
 
 }  // namespace kvikio::detail

@@ -4,6 +4,7 @@
 #include <kvikio/detail/io_uring_io.hpp>
 
 #include <liburing.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <atomic>
@@ -23,6 +24,7 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/posix_io.hpp>
+#include <kvikio/shim/cuda.hpp>
 #include <kvikio/error.hpp>
 
 namespace kvikio::detail {
@@ -32,6 +34,30 @@ std::atomic<int> forced_setup_errno{0};
 std::atomic<std::size_t> piece_size{std::size_t{1} << 20};
 std::atomic<unsigned> queue_depth{64};
 std::atomic<int> probed{0};  // 0: not yet, 1: usable, 2: not usable
+std::atomic<bool> registered_buffers{true};
+std::atomic<unsigned> max_workers{0};  // kernel workers per ring for file requests; 0: the kernel's
+std::atomic<IoUringFault::Kind> fault_kind{IoUringFault::Kind::none};
+std::atomic<unsigned> fault_every{0};
+std::atomic<int> fault_error{0};
+std::atomic<unsigned> fault_count{0};
+
+// Registered-buffer table entries per thread ring: staging buffers of the transfers on the thread
+// (the default shape takes 4), with room for settings that take more.
+constexpr unsigned registered_table_size = 64;
+
+// What the engine is told a request moved: the kernel's result, or an injected fault (tests).
+int reported_result(int res) noexcept
+{
+  unsigned const every = fault_every.load(std::memory_order_relaxed);
+  if (every == 0 || res < 0 || fault_count.fetch_add(1) % every != every - 1) { return res; }
+  switch (fault_kind.load()) {
+    case IoUringFault::Kind::short_transfer: return res > 1 ? res / 2 : res;
+    case IoUringFault::Kind::eintr: return -EINTR;
+    case IoUringFault::Kind::eagain: return -EAGAIN;
+    case IoUringFault::Kind::error: return -fault_error.load();
+    default: return res;
+  }
+}
 
 int setup(unsigned entries, io_uring* ring) noexcept
 {
@@ -39,7 +65,13 @@ int setup(unsigned entries, io_uring* ring) noexcept
   return forced != 0 ? -forced : io_uring_queue_init(entries, ring, 0);
 }
 
-/// This thread's ring, set up at its first transfer and torn down when the thread ends.
+/**
+ * This thread's ring, set up at its first transfer and torn down when the thread ends, with a
+ * sparse table of registered buffers: pool staging buffers are registered at their first use on
+ * the thread, so that their requests go as fixed reads and writes (the kernel neither looks up
+ * nor pins their pages per request). A registration keeps its pages referenced; when the pool
+ * frees any buffer, its address may come back as another buffer, so the table is emptied.
+ */
 class ThreadRing {
  public:
   ThreadRing()
@@ -47,19 +79,91 @@ class ThreadRing {
     if (int const r = setup(io_uring_max_depth, &ring_); r < 0) {
       throw_system_error(-r, __FILE__, __LINE__, "io_uring_queue_init failed");
     }
+    registrable_ = io_uring_register_buffers_sparse(&ring_, registered_table_size) == 0;
   }
   ~ThreadRing() noexcept { io_uring_queue_exit(&ring_); }
   ThreadRing(ThreadRing const&)            = delete;
   ThreadRing& operator=(ThreadRing const&) = delete;
   io_uring* get() noexcept { return &ring_; }
 
+  /// The table index of pool buffer `buffer` (`size` bytes), registered now if it is not yet;
+  /// -1 where registration is off, refused or the table is full (plain requests then).
+  int registered_index(void* buffer, std::size_t size)
+  {
+    if (!registrable_ || !registered_buffers.load()) { return -1; }
+    std::size_t const freed = BounceBufferPool<>::instance().num_freed();
+    if (freed != pool_freed_seen_) {
+      forget_registered();
+      pool_freed_seen_ = freed;
+    }
+    if (auto it = registered_.find(buffer); it != registered_.end() && it->second.size >= size) {
+      return it->second.index;
+    }
+    if (registered_.size() >= registered_table_size) { return -1; }
+    auto const index = static_cast<int>(registered_.size());
+    iovec iov{buffer, size};
+    __u64 tag = 0;
+    if (int const r = io_uring_register_buffers_update_tag(&ring_, index, &iov, &tag, 1); r < 0) {
+      registrable_ = false;
+      KVIKIO_LOG_DEBUG("io_uring: registering a staging buffer failed (",
+                       std::strerror(-r),
+                       "): this thread's requests use plain buffers");
+      return -1;
+    }
+    registered_[buffer] = Registered{size, index};
+    return index;
+  }
+  [[nodiscard]] std::size_t registered_count() const noexcept { return registered_.size(); }
+
+  /// Bounds this ring's kernel workers (both kinds: buffered file requests run on either) to
+  /// what io_uring_max_workers() says, if that changed since the last transfer.
+  void apply_max_workers() noexcept
+  {
+    unsigned const wanted = max_workers.load();
+    if (wanted == applied_workers_) { return; }
+    unsigned values[2] = {wanted, wanted};
+    if (wanted == 0) {  // back to the kernel's bounds, saved at the first change
+      values[0] = default_workers_[0];
+      values[1] = default_workers_[1];
+    }
+    if (io_uring_register_iowq_max_workers(&ring_, values) == 0) {
+      if (applied_workers_ == 0) {  // the call returned the bounds it replaced
+        default_workers_[0] = values[0];
+        default_workers_[1] = values[1];
+      }
+      applied_workers_ = wanted;
+    }
+  }
+
  private:
+  struct Registered {
+    std::size_t size;
+    int index;
+  };
+  void forget_registered() noexcept
+  {
+    if (registered_.empty()) { return; }
+    std::vector<iovec> none(registered_.size(), iovec{nullptr, 0});
+    std::vector<__u64> tags(registered_.size(), 0);
+    if (io_uring_register_buffers_update_tag(
+          &ring_, 0, none.data(), tags.data(), static_cast<unsigned>(none.size())) < 0) {
+      registrable_ = false;  // the old entries stay: never use the table again
+    }
+    registered_.clear();
+  }
   io_uring ring_{};
+  unsigned applied_workers_{0};
+  unsigned default_workers_[2]{};
+  bool registrable_{false};
+  std::size_t pool_freed_seen_{0};
+  std::map<void*, Registered> registered_;
 };
+
+ThreadRing* this_thread_ring_object() noexcept;
 
 /// This thread's ring, or null where it cannot be set up (a per-thread limit, say, after the
 /// process's probe succeeded): then this thread's I/O goes through POSIX (logged once).
-io_uring* this_thread_ring() noexcept
+ThreadRing* this_thread_ring_object() noexcept
 {
   static std::atomic<bool> logged{false};
   thread_local std::unique_ptr<ThreadRing> ring;
@@ -76,7 +180,13 @@ io_uring* this_thread_ring() noexcept
       }
     }
   }
-  return ring ? ring->get() : nullptr;
+  return ring.get();
+}
+
+io_uring* this_thread_ring() noexcept
+{
+  ThreadRing* const ring = this_thread_ring_object();
+  return ring != nullptr ? ring->get() : nullptr;
 }
 
 // The ring itself failed (not a request): requests in flight may still write into the caller's
@@ -106,10 +216,12 @@ class Requests {
       piece_{io_uring_piece_size()},
       slots_(io_uring_queue_depth())
   {
-    ring_ = this_thread_ring();
-    KVIKIO_EXPECT(ring_ != nullptr,
+    ThreadRing* const ring = this_thread_ring_object();
+    KVIKIO_EXPECT(ring != nullptr,
                   "io_uring: this thread has no ring (io_uring_setup refused)",
                   std::runtime_error);
+    ring->apply_max_workers();
+    ring_ = ring->get();
     for (auto i = static_cast<unsigned>(slots_.size()); i > 0; --i) {
       free_.push_back(i - 1);
     }
@@ -124,14 +236,20 @@ class Requests {
   Requests(Requests const&)            = delete;
   Requests& operator=(Requests const&) = delete;
 
-  /// Queues `len` bytes of `buf`, at file offset `offset`, as group `group`.
-  void add(std::byte* buf, std::size_t len, std::size_t offset, std::size_t group)
+  /// Queues `len` bytes of `buf`, at file offset `offset`, as group `group`; `registered`: the
+  /// table index of the registered buffer that holds them (-1: none).
+  void add(
+    std::byte* buf, std::size_t len, std::size_t offset, std::size_t group, int registered = -1)
   {
     for (std::size_t pos = 0; pos < len; pos += piece_) {
-      queued_.push_back(Piece{buf + pos, std::min(piece_, len - pos), offset + pos, group});
+      queued_.push_back(
+        Piece{buf + pos, std::min(piece_, len - pos), offset + pos, group, registered});
       ++left_[group];
     }
   }
+
+  /// Hands what is queued to the kernel, as far as the ring has room, without waiting.
+  void submit() { prepare_and_submit(); }
 
   /// Runs until group `group` is done.
   void wait_group(std::size_t group)
@@ -158,10 +276,33 @@ class Requests {
     std::size_t len;
     std::size_t offset;
     std::size_t group;
+    int registered;
   };
 
   // Prepares what fits, submits, waits for a completion and handles every one there is.
   void step()
+  {
+    prepare_and_submit();
+    if (in_flight_ == 0) { return; }  // nothing taken (the kernel was short): submit again
+    io_uring_cqe* cqe = nullptr;
+    if (int const w = io_uring_wait_cqe(ring_, &cqe); w < 0) {
+      if (w == -EINTR) { return; }
+      broken("io_uring_wait_cqe", w);
+    }
+    unsigned head = 0;
+    unsigned seen = 0;
+    io_uring_for_each_cqe(ring_, head, cqe)
+    {
+      ++seen;
+      auto const slot = static_cast<unsigned>(io_uring_cqe_get_data64(cqe));
+      completed(slots_[slot], reported_result(cqe->res));
+      free_.push_back(slot);
+      --in_flight_;
+    }
+    io_uring_cq_advance(ring_, seen);
+  }
+
+  void prepare_and_submit()
   {
     while (!failed_ && !free_.empty() && !queued_.empty()) {
       Piece const p = queued_.front();
@@ -171,7 +312,13 @@ class Requests {
       slots_[slot]      = p;
       io_uring_sqe* sqe = io_uring_get_sqe(ring_);  // the queue holds depth entries: never null
       auto const length = static_cast<unsigned>(p.len);
-      if (read_) {
+      if (p.registered >= 0) {
+        if (read_) {
+          io_uring_prep_read_fixed(sqe, fd_, p.buf, length, p.offset, p.registered);
+        } else {
+          io_uring_prep_write_fixed(sqe, fd_, p.buf, length, p.offset, p.registered);
+        }
+      } else if (read_) {
         io_uring_prep_read(sqe, fd_, p.buf, length, p.offset);
       } else {
         io_uring_prep_write(sqe, fd_, p.buf, length, p.offset);
@@ -195,23 +342,6 @@ class Requests {
         broken("io_uring_submit", r);
       }
     }
-    if (in_flight_ == 0) { return; }  // nothing taken (the kernel was short): submit again
-    io_uring_cqe* cqe = nullptr;
-    if (int const w = io_uring_wait_cqe(ring_, &cqe); w < 0) {
-      if (w == -EINTR) { return; }
-      broken("io_uring_wait_cqe", w);
-    }
-    unsigned head = 0;
-    unsigned seen = 0;
-    io_uring_for_each_cqe(ring_, head, cqe)
-    {
-      ++seen;
-      auto const slot = static_cast<unsigned>(io_uring_cqe_get_data64(cqe));
-      completed(slots_[slot], cqe->res);
-      free_.push_back(slot);
-      --in_flight_;
-    }
-    io_uring_cq_advance(ring_, seen);
   }
 
   void completed(Piece const& p, int res)
@@ -222,7 +352,7 @@ class Requests {
     }
     if (res > 0 && static_cast<std::size_t>(res) < p.len && !failed_) {  // short: the rest
       auto const n = static_cast<std::size_t>(res);
-      queued_.push_front(Piece{p.buf + n, p.len - n, p.offset + n, p.group});
+      queued_.push_front(Piece{p.buf + n, p.len - n, p.offset + n, p.group, p.registered});
       return;
     }
     --left_[p.group];
@@ -299,6 +429,10 @@ void set_io_uring_request_shape(std::size_t piece, unsigned depth)
 
 std::size_t io_uring_piece_size() noexcept { return piece_size.load(); }
 
+void set_io_uring_max_workers(unsigned workers) noexcept { max_workers.store(workers); }
+
+unsigned io_uring_max_workers() noexcept { return max_workers.load(); }
+
 unsigned io_uring_queue_depth() noexcept { return queue_depth.load(); }
 
 void override_io_uring_setup(int errno_value, bool forget_probe) noexcept
@@ -316,25 +450,67 @@ void io_uring_transfer_all(
   if (requests.error()) { std::rethrow_exception(requests.error()); }
 }
 
-std::size_t io_uring_read_to_device(int fd,
-                                    CUdeviceptr dev,
-                                    std::size_t size,
-                                    std::size_t offset,
-                                    BounceBufferRing<>& ring,
-                                    CUstream stream)
+std::size_t io_uring_staging_buffers()
+{
+  std::size_t const in_flight = io_uring_piece_size() * io_uring_queue_depth();
+  std::size_t const buffer    = defaults::bounce_buffer_size();
+  return std::max<std::size_t>((in_flight + buffer - 1) / buffer, 1);
+}
+
+namespace {
+
+/// A device transfer's staging: its ring and, per buffer, its registered index on this thread's
+/// ring (-1: plain requests).
+class Staging {
+ public:
+  Staging()
+    : ring_{defaults::num_bounce_buffers(), io_uring_staging_buffers()},
+      per_buffer_{ring_.num_slots() / ring_.num_buffers()}
+  {
+    ThreadRing* const thread_ring = this_thread_ring_object();
+    for (std::size_t b = 0; b < ring_.num_buffers(); ++b) {
+      registered_.push_back(thread_ring == nullptr ? -1
+                                                   : thread_ring->registered_index(
+                                                       ring_.buffer(b), ring_.buffer_span()));
+    }
+  }
+  BounceBufferRing<>& ring() noexcept { return ring_; }
+  [[nodiscard]] int registered(std::size_t slot) const
+  {
+    return registered_.at(slot / per_buffer_);
+  }
+
+ private:
+  BounceBufferRing<> ring_;
+  std::size_t per_buffer_;
+  std::vector<int> registered_;
+};
+
+/// A slot of the staging and the part of the transfer it holds.
+struct Staged {
+  std::size_t slot, pos, len, group;
+};
+
+}  // namespace
+
+std::size_t io_uring_read_to_device(
+  int fd, CUdeviceptr dev, std::size_t size, std::size_t offset, CUstream stream)
 {
   Requests requests{true, fd, size, offset};
-  struct Filling {
-    std::size_t slot, pos, len, group;
-  };
-  std::deque<Filling> filling;  // in the order the slots were reserved
+  Staging staging;
+  auto& ring = staging.ring();
+  std::deque<Staged> filling;  // in the order the slots were reserved
   std::size_t pos   = 0;
   std::size_t group = 0;
   while (pos < size || !filling.empty()) {
     while (!requests.error() && pos < size && filling.size() < ring.num_slots()) {
       std::size_t const slot = ring.reserve();  // waits for the slot's last copy only
       std::size_t const len  = std::min(ring.slot_size(), size - pos);
-      requests.add(static_cast<std::byte*>(ring.data(slot)), len, offset + pos, group);
+      requests.add(static_cast<std::byte*>(ring.data(slot)),
+                   len,
+                   offset + pos,
+                   group,
+                   staging.registered(slot));
       filling.push_back({slot, pos, len, group++});
       pos += len;
     }
@@ -347,6 +523,62 @@ std::size_t io_uring_read_to_device(int fd,
   ring.finish();
   if (requests.error()) { std::rethrow_exception(requests.error()); }
   return size;
+}
+
+std::size_t io_uring_write_from_device(
+  int fd, CUdeviceptr dev, std::size_t size, std::size_t offset, CUstream stream)
+{
+  Requests requests{false, fd, size, offset};
+  Staging staging;
+  auto& ring = staging.ring();
+  std::deque<Staged> copying;  // copies out of the device submitted, oldest first
+  std::deque<Staged> writing;  // their writes handed to the ring, oldest first
+  std::size_t pos   = 0;
+  std::size_t group = 0;
+  while (pos < size || !copying.empty() || !writing.empty()) {
+    // Slots are taken round the ring and released oldest first, so the next one is free.
+    while (!requests.error() && pos < size && copying.size() + writing.size() < ring.num_slots()) {
+      std::size_t const len  = std::min(ring.slot_size(), size - pos);
+      std::size_t const slot = ring.submit_d2h(dev + pos, len, stream);
+      copying.push_back({slot, pos, len, group++});
+      pos += len;
+    }
+    if (!copying.empty()) {  // the oldest copy's writes go out as soon as it is done
+      auto const oldest = copying.front();
+      copying.pop_front();
+      auto* data = static_cast<std::byte*>(ring.wait(oldest.slot));
+      if (!requests.error()) {
+        requests.add(
+          data, oldest.len, offset + oldest.pos, oldest.group, staging.registered(oldest.slot));
+        requests.submit();
+      }
+      writing.push_back(oldest);
+      continue;
+    }
+    if (writing.empty()) { break; }  // failed: nothing more goes out
+    requests.wait_group(writing.front().group);
+    writing.pop_front();
+  }
+  ring.finish();
+  if (requests.error()) { std::rethrow_exception(requests.error()); }
+  return size;
+}
+
+void set_io_uring_registered_buffers(bool on) noexcept { registered_buffers.store(on); }
+
+std::size_t io_uring_registered_buffer_count() noexcept
+{
+  ThreadRing* const ring = this_thread_ring_object();
+  return ring == nullptr ? 0 : ring->registered_count();
+}
+
+void inject_io_uring_fault(IoUringFault fault) noexcept
+{
+  fault_every.store(0);
+  fault_count.store(0);
+  fault_kind.store(fault.kind);
+  fault_error.store(fault.error);
+  fault_every.store(fault.kind == IoUringFault::Kind::none ? 0 : fault.every);
 }
 
 }  // namespace kvikio::detail

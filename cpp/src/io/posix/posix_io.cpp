@@ -195,13 +195,15 @@ std::size_t device_io(Op op,
   KVIKIO_EXPECT(
     ctx != nullptr, "device-memory I/O needs a current CUDA context", std::invalid_argument);
   CUstream const stream = stream_for_this_thread(ctx);
+  // io_uring, buffered: a deeper staging whose slots all have requests in flight at once.
+  if (fd_direct < 0 && io_uring_selected()) {
+    return op == Op::read
+             ? io_uring_read_to_device(fd, convert_void2deviceptr(dev), size, file_offset, stream)
+             : io_uring_write_from_device(
+                 fd, convert_void2deviceptr(dev), size, file_offset, stream);
+  }
   BounceBufferRing<> ring{defaults::num_bounce_buffers()};
   std::size_t const chunk = ring.slot_size();
-  // io_uring: every slot filling at once, each copied as soon as it is full.
-  if (op == Op::read && fd_direct < 0 && io_uring_selected()) {
-    return io_uring_read_to_device(
-      fd, convert_void2deviceptr(dev), size, file_offset, ring, stream);
-  }
   if (op == Op::read) {
     for (std::size_t done = 0; done < size;) {
       std::size_t const n = std::min(chunk, size - done);
