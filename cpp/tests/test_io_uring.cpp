@@ -277,6 +277,7 @@ class IoUringDevice : public IoUring {
       GTEST_SKIP() << "no CUDA device: " << kvikio::detail::cuda_unavailable_reason();
     }
     context_.emplace(kvikio::get_primary_cuda_context(0));
+    kvikio::defaults::set_thread_pool_nthreads(1);  // the whole shape's bytes for one thread
     kvikio::defaults::set_bounce_buffer_size(64 << 10);
     kvikio::defaults::set_num_bounce_buffers(3);
     kvikio::detail::set_io_uring_request_shape(5000, 16);  // 80000 bytes: two 64 KiB buffers
@@ -328,6 +329,9 @@ TEST_F(IoUringDevice, StagingOfSeveralRegisteredBuffers)
 {
   write_content();
   ASSERT_EQ(kvikio::detail::io_uring_staging_buffers(), 2U);
+  kvikio::defaults::set_thread_pool_nthreads(2);  // 40000 bytes each: one buffer
+  EXPECT_EQ(kvikio::detail::io_uring_staging_buffers(), 1U);
+  kvikio::defaults::set_thread_pool_nthreads(1);
   expect_device_read(1000 * 1000 + 4099, 7);
   EXPECT_EQ(kvikio::detail::io_uring_registered_buffer_count(), 2U)
     << "the staging buffers were not registered with this thread's ring";

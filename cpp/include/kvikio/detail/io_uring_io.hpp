@@ -60,10 +60,12 @@ void set_io_uring_max_workers(unsigned workers) noexcept;
 
 /**
  * @brief Moves exactly `size` bytes at `offset` through `fd` with this thread's ring: pieces of
- * io_uring_piece_size(), up to io_uring_queue_depth() in flight. `buffered` (a page-cache
- * descriptor): each request goes to a kernel worker (`IOSQE_ASYNC`; buffered requests would
- * otherwise be copied inline, one at a time, by the submitting thread); an O_DIRECT descriptor's
- * requests are issued inline (the block layer completes them on its own). Short transfers are
+ * io_uring_piece_size(), up to io_uring_queue_depth() in flight. Reads of a page-cache
+ * descriptor (`buffered`) go to kernel workers (`IOSQE_ASYNC`; they would otherwise be copied
+ * inline, one at a time, by the submitting thread); writes are issued inline: buffered writes to
+ * one file serialise on its inode (the kernel even hashes them onto one worker), and a worker's
+ * hand-off made them slower than pwrite (docs/benchmarks.md). An O_DIRECT descriptor's requests
+ * are issued inline (the block layer completes them on its own). Short transfers are
  * resubmitted for the rest; `EINTR`/`EAGAIN` completions are retried.
  * @throws std::out_of_range for a read past the end of the file; kvikio::GenericSystemError for
  * a failed request. Either only once every request in flight has ended (none outlives the call).
@@ -72,9 +74,10 @@ void io_uring_transfer_all(
   bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset, bool buffered = true);
 
 /**
- * @brief Pool buffers of staging per device transfer: enough for io_uring_queue_depth() requests
- * of io_uring_piece_size() (ceil of their bytes over `KVIKIO_BOUNCE_BUFFER_SIZE`, at least one),
- * so that the ring, not the staging, bounds what is in flight. Each is cut into
+ * @brief Pool buffers of staging per device transfer: the bytes of io_uring_queue_depth()
+ * requests of io_uring_piece_size() shared among the pool's threads (ceil of a thread's share
+ * over `KVIKIO_BOUNCE_BUFFER_SIZE`, at least one buffer): one thread keeps as much in flight as
+ * the shape allows, many threads no more than one buffer each. Each buffer is cut into
  * `KVIKIO_NUM_BOUNCE_BUFFERS` slots.
  */
 [[nodiscard]] std::size_t io_uring_staging_buffers();
