@@ -39,14 +39,15 @@ fi
 
 # Benchmarks (BENCH=1): reads of a hot 8 GiB file into host and device memory (BENCH_MEM),
 # threads BENCH_THREADS (1-16), local backends BACKENDS (posix,io_uring), io_uring request
-# shapes SHAPES (SIZE:DEPTH,...), ring depths RING; BENCH_SIZE (8GiB), BENCH_FLAGS (say
-# "--drop-cache --direct" for cold O_DIRECT reads).
+# shapes SHAPES (SIZE:DEPTH[:WORKERS],...), ring depths RING; BENCH_SIZE (8GiB), BENCH_FLAGS
+# (say "--drop-cache --direct" for cold O_DIRECT reads); BENCH_READ=0 leaves the reads out.
 if [[ ${BENCH:-0} == 1 ]]; then
   bench=build/release/cpp/benchmarks/kvikio_bench
   file=/tmp/kvikio-bench.bin
+  shapes=()
+  if [[ -n ${SHAPES:-} ]]; then shapes=(--io-uring-shape "$SHAPES"); fi
   for mem in ${BENCH_MEM:-host device}; do
-    shapes=()
-    if [[ -n ${SHAPES:-} ]]; then shapes=(--io-uring-shape "$SHAPES"); fi
+    [[ ${BENCH_READ:-1} == 1 ]] || break
     # shellcheck disable=SC2086 # BENCH_FLAGS is a list of options
     timeout 400 $bench local read --file $file --size ${BENCH_SIZE:-8GiB} \
       --threads ${BENCH_THREADS:-1,2,4,8,16} ${BENCH_FLAGS:-} \

@@ -66,7 +66,8 @@ void set_io_uring_max_workers(unsigned workers) noexcept;
  * one file serialise on its inode (the kernel even hashes them onto one worker), and a worker's
  * hand-off made them slower than pwrite (docs/benchmarks.md). An O_DIRECT descriptor's requests
  * are issued inline (the block layer completes them on its own). Short transfers are
- * resubmitted for the rest; `EINTR`/`EAGAIN` completions are retried.
+ * resubmitted for the rest; `EINTR`/`EAGAIN`/`ECANCELED` completions are retried (the kernel
+ * cancels work whose worker it could not create, under signals).
  * @throws std::out_of_range for a read past the end of the file; kvikio::GenericSystemError for
  * a failed request. Either only once every request in flight has ended (none outlives the call).
  */

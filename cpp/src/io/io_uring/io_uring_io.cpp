@@ -206,14 +206,20 @@ io_uring* this_thread_ring() noexcept
  */
 class Requests {
  public:
-  /// `size` bytes at `offset`: the whole transfer, named in a read-past-the-end error.
-  Requests(bool read, int fd, std::size_t size, std::size_t offset, bool buffered = true)
+  /// `size` bytes at `offset`: the whole transfer, named in a read-past-the-end error; in
+  /// requests of `piece` bytes (0: io_uring_piece_size()).
+  Requests(bool read,
+           int fd,
+           std::size_t size,
+           std::size_t offset,
+           bool buffered     = true,
+           std::size_t piece = 0)
     : read_{read},
       buffered_{buffered},
       fd_{fd},
       size_{size},
       offset_{offset},
-      piece_{io_uring_piece_size()},
+      piece_{piece != 0 ? piece : io_uring_piece_size()},
       slots_(io_uring_queue_depth())
   {
     ThreadRing* const ring = this_thread_ring_object();
@@ -346,7 +352,10 @@ class Requests {
 
   void completed(Piece const& p, int res)
   {
-    if ((res == -EINTR || res == -EAGAIN) && !failed_) {
+    // Redone: interrupted or would-block requests, and cancelled ones: this engine never
+    // cancels, but the kernel cancels work it could not start (an io-wq worker whose creation
+    // a pending signal interrupted: seen on the GPU machine's kernel under a signal storm).
+    if ((res == -EINTR || res == -EAGAIN || res == -ECANCELED) && !failed_) {
       queued_.push_front(p);
       return;
     }
@@ -532,9 +541,12 @@ std::size_t io_uring_read_to_device(
 std::size_t io_uring_write_from_device(
   int fd, CUdeviceptr dev, std::size_t size, std::size_t offset, CUstream stream)
 {
-  Requests requests{false, fd, size, offset};
   Staging staging;
   auto& ring = staging.ring();
+  // One request per slot: a file's buffered writes run one at a time whatever the depth (its
+  // inode serialises them), so fewer, larger requests cost the least hand-offs.
+  Requests requests{
+    false, fd, size, offset, true, std::max(ring.slot_size(), io_uring_piece_size())};
   std::deque<Staged> copying;  // copies out of the device submitted, oldest first
   std::deque<Staged> writing;  // their writes handed to the ring, oldest first
   std::size_t pos   = 0;
