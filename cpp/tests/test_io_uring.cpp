@@ -4,7 +4,7 @@
  * The io_uring local backend on its own: it is usable on these machines' kernels (so CI tests
  * the real backend), moves bytes exactly (more pieces than the queue holds, odd sizes and
  * offsets), reports a read past the end and a bad descriptor only after every request ended,
- * and where io_uring_setup is refused, FileHandle falls back to POSIX. Device transfers stage
+ * and where io_uring_setup is refused, FileHandle falls back to POSIX. Device reads stage
  * through registered pool buffers (dropped when the pool frees one); injected short, interrupted
  * and failed completions, real signals during waits and a file-size limit leave exact bytes or a
  * clear error. The whole FileHandle and stream-ordered suites run on this backend too
@@ -87,6 +87,23 @@ class IoUring : public ::testing::Test {
   {
     ASSERT_EQ(::pwrite(fd_, content_.data(), content_.size(), 0),
               static_cast<ssize_t>(content_.size()));
+  }
+  // Writes `size` bytes of a fresh pattern at `offset` through the ring; the file has them
+  // there and its content elsewhere.
+  void expect_write(std::size_t size, std::size_t offset, std::uint32_t seed)
+  {
+    auto data = pattern(size, seed);
+    kvikio::detail::io_uring_transfer_all(false, fd_, bytes(data), size, offset);
+    std::vector<std::uint8_t> file(content_.size());
+    ASSERT_EQ(::pread(fd_, file.data(), file.size(), 0), static_cast<ssize_t>(file.size()));
+    ASSERT_EQ(0, std::memcmp(file.data() + offset, data.data(), size));
+    ASSERT_EQ(0, std::memcmp(file.data(), content_.data(), offset)) << "written before";
+    ASSERT_EQ(
+      0,
+      std::memcmp(
+        file.data() + offset + size, content_.data() + offset + size, file.size() - offset - size))
+      << "written after";
+    std::memcpy(content_.data() + offset, data.data(), size);  // the file's content now
   }
   kvikio::test::TempDir dir_;
   std::string path_ = dir_.file("data");
@@ -302,26 +319,6 @@ class IoUringDevice : public IoUring {
       ASSERT_EQ(back[guard + size + i], poison) << "written after the destination";
     }
   }
-  // Writes `size` bytes of a fresh pattern from device memory at `offset`; the file has them
-  // there and its content elsewhere.
-  void expect_device_write(std::size_t size, std::size_t offset, std::uint32_t seed)
-  {
-    auto const data = pattern(size, seed);
-    kvikio::test::DeviceBuffer dev{size};
-    ASSERT_EQ(api().MemcpyHtoD(dev.ptr, data.data(), size), CUDA_SUCCESS);
-    EXPECT_EQ(kvikio::detail::io_uring_write_from_device(fd_, dev.ptr, size, offset, nullptr),
-              size);
-    std::vector<std::uint8_t> file(content_.size());
-    ASSERT_EQ(::pread(fd_, file.data(), file.size(), 0), static_cast<ssize_t>(file.size()));
-    ASSERT_EQ(0, std::memcmp(file.data() + offset, data.data(), size));
-    ASSERT_EQ(0, std::memcmp(file.data(), content_.data(), offset)) << "written before";
-    ASSERT_EQ(
-      0,
-      std::memcmp(
-        file.data() + offset + size, content_.data() + offset + size, file.size() - offset - size))
-      << "written after";
-    std::memcpy(content_.data() + offset, data.data(), size);  // the file's content now
-  }
   std::optional<kvikio::PushAndPopContext> context_;
 };
 
@@ -335,16 +332,16 @@ TEST_F(IoUringDevice, StagingOfSeveralRegisteredBuffers)
   expect_device_read(1000 * 1000 + 4099, 7);
   EXPECT_EQ(kvikio::detail::io_uring_registered_buffer_count(), 2U)
     << "the staging buffers were not registered with this thread's ring";
-  expect_device_write(1000 * 1000 + 4099, 11, 5);
+  expect_write(1000 * 1000 + 4099, 11, 5);
   expect_device_read(content_.size(), 0);
   // A whole slot, a piece, a byte.
   expect_device_read(16 << 10, 4096);
   expect_device_read(5000, 3);
-  expect_device_write(1, 100, 6);
+  expect_write(1, 100, 6);
   // Plain requests (registration off) move the same bytes.
   kvikio::detail::set_io_uring_registered_buffers(false);
   expect_device_read(777 * 1000, 12345);
-  expect_device_write(777 * 1000, 1, 8);
+  expect_write(777 * 1000, 1, 8);
 }
 
 // Once the pool frees a buffer, a new one may take its address while the registration still
@@ -369,17 +366,9 @@ TEST_F(IoUringDevice, ShortAndInterruptedCompletionsAreRedone)
     SCOPED_TRACE(static_cast<int>(kind));
     kvikio::detail::inject_io_uring_fault(Fault{kind, 3, 0});
     expect_host_read(content_.size() - 9, 9);
-    auto const data = pattern(600 * 1000, 40 + static_cast<unsigned>(kind));
-    kvikio::detail::io_uring_transfer_all(
-      false,
-      fd_,
-      reinterpret_cast<std::byte*>(const_cast<std::uint8_t*>(data.data())),
-      data.size(),
-      21);
-    std::memcpy(content_.data() + 21, data.data(), data.size());
+    expect_write(600 * 1000 + 3, 4097, 40 + static_cast<unsigned>(kind));
     expect_host_read(content_.size(), 0);
     expect_device_read(900 * 1000 + 1, 5);
-    expect_device_write(500 * 1000 + 3, 4097, 50 + static_cast<unsigned>(kind));
   }
   kvikio::detail::inject_io_uring_fault(Fault{});
   expect_host_read(content_.size(), 0);
@@ -414,14 +403,15 @@ TEST_F(IoUringDevice, FailedRequestIsAClearErrorAndTheNextTransferWorks)
   kvikio::test::DeviceBuffer dev{content_.size()};
   expect_eio(
     [&] { kvikio::detail::io_uring_read_to_device(fd_, dev.ptr, content_.size(), 0, nullptr); });
-  expect_eio(
-    [&] { kvikio::detail::io_uring_write_from_device(fd_, dev.ptr, content_.size(), 0, nullptr); });
+  expect_eio([&] {
+    kvikio::detail::io_uring_transfer_all(false, fd_, bytes(content_), content_.size(), 0);
+  });
   EXPECT_EQ(pool.num_free_buffers(), free_buffers) << "staging was not given back";
   kvikio::detail::inject_io_uring_fault(Fault{});
   write_content();  // whatever the failed write left
   expect_host_read(content_.size(), 0);
   expect_device_read(content_.size(), 0);
-  expect_device_write(70 * 1000, 3, 9);
+  expect_write(70 * 1000, 3, 9);
 }
 
 std::atomic<unsigned> signals_caught{0};

@@ -96,18 +96,8 @@ std::size_t io_uring_read_to_device(
   int fd, CUdeviceptr dev, std::size_t size, std::size_t offset, CUstream stream);
 
 /**
- * @brief Writes `size` bytes of device memory `dev` to `fd` (buffered) at `offset`: every slot of
- * the staging is copied out on `stream` ahead, and each slot's write requests go to the ring as
- * soon as its copy is done, so writes of some slots overlap copies into others; a slot is copied
- * into again only once its writes completed. Returns `size`, the bytes in the file.
- * @throws as io_uring_transfer_all(), once no request is in flight and no copy pending.
- */
-std::size_t io_uring_write_from_device(
-  int fd, CUdeviceptr dev, std::size_t size, std::size_t offset, CUstream stream);
-
-/**
  * @brief For tests and benchmarks: whether staging slots go to the kernel as registered buffers
- * (`IORING_REGISTER_BUFFERS`, fixed reads and writes; default on).
+ * (`IORING_REGISTER_BUFFERS`, fixed reads; default on).
  */
 void set_io_uring_registered_buffers(bool on) noexcept;
 

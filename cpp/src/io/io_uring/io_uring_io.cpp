@@ -206,20 +206,14 @@ io_uring* this_thread_ring() noexcept
  */
 class Requests {
  public:
-  /// `size` bytes at `offset`: the whole transfer, named in a read-past-the-end error; in
-  /// requests of `piece` bytes (0: io_uring_piece_size()).
-  Requests(bool read,
-           int fd,
-           std::size_t size,
-           std::size_t offset,
-           bool buffered     = true,
-           std::size_t piece = 0)
+  /// `size` bytes at `offset`: the whole transfer, named in a read-past-the-end error.
+  Requests(bool read, int fd, std::size_t size, std::size_t offset, bool buffered = true)
     : read_{read},
       buffered_{buffered},
       fd_{fd},
       size_{size},
       offset_{offset},
-      piece_{piece != 0 ? piece : io_uring_piece_size()},
+      piece_{io_uring_piece_size()},
       slots_(io_uring_queue_depth())
   {
     ThreadRing* const ring = this_thread_ring_object();
@@ -254,9 +248,6 @@ class Requests {
     }
   }
 
-  /// Hands what is queued to the kernel, as far as the ring has room, without waiting.
-  void submit() { prepare_and_submit(); }
-
   /// Runs until group `group` is done.
   void wait_group(std::size_t group)
   {
@@ -285,7 +276,7 @@ class Requests {
     int registered;
   };
 
-  // Prepares what fits, submits, waits for a completion and handles every one there is.
+  // Submits what fits, waits for a completion and handles every one there is.
   void step()
   {
     prepare_and_submit();
@@ -318,12 +309,8 @@ class Requests {
       slots_[slot]      = p;
       io_uring_sqe* sqe = io_uring_get_sqe(ring_);  // the queue holds depth entries: never null
       auto const length = static_cast<unsigned>(p.len);
-      if (p.registered >= 0) {
-        if (read_) {
-          io_uring_prep_read_fixed(sqe, fd_, p.buf, length, p.offset, p.registered);
-        } else {
-          io_uring_prep_write_fixed(sqe, fd_, p.buf, length, p.offset, p.registered);
-        }
+      if (p.registered >= 0) {  // staging of device reads
+        io_uring_prep_read_fixed(sqe, fd_, p.buf, length, p.offset, p.registered);
       } else if (read_) {
         io_uring_prep_read(sqe, fd_, p.buf, length, p.offset);
       } else {
@@ -499,11 +486,6 @@ class Staging {
   std::vector<int> registered_;
 };
 
-/// A slot of the staging and the part of the transfer it holds.
-struct Staged {
-  std::size_t slot, pos, len, group;
-};
-
 }  // namespace
 
 std::size_t io_uring_read_to_device(
@@ -512,7 +494,10 @@ std::size_t io_uring_read_to_device(
   Requests requests{true, fd, size, offset};
   Staging staging;
   auto& ring = staging.ring();
-  std::deque<Staged> filling;  // in the order the slots were reserved
+  struct Filling {
+    std::size_t slot, pos, len, group;
+  };
+  std::deque<Filling> filling;  // in the order the slots were reserved
   std::size_t pos   = 0;
   std::size_t group = 0;
   while (pos < size || !filling.empty()) {
@@ -532,48 +517,6 @@ std::size_t io_uring_read_to_device(
     filling.pop_front();
     requests.wait_group(oldest.group);
     if (!requests.error()) { ring.submit_h2d(oldest.slot, dev + oldest.pos, oldest.len, stream); }
-  }
-  ring.finish();
-  if (requests.error()) { std::rethrow_exception(requests.error()); }
-  return size;
-}
-
-std::size_t io_uring_write_from_device(
-  int fd, CUdeviceptr dev, std::size_t size, std::size_t offset, CUstream stream)
-{
-  Staging staging;
-  auto& ring = staging.ring();
-  // One request per slot: a file's buffered writes run one at a time whatever the depth (its
-  // inode serialises them), so fewer, larger requests cost the least hand-offs.
-  Requests requests{
-    false, fd, size, offset, true, std::max(ring.slot_size(), io_uring_piece_size())};
-  std::deque<Staged> copying;  // copies out of the device submitted, oldest first
-  std::deque<Staged> writing;  // their writes handed to the ring, oldest first
-  std::size_t pos   = 0;
-  std::size_t group = 0;
-  while (pos < size || !copying.empty() || !writing.empty()) {
-    // Slots are taken round the ring and released oldest first, so the next one is free.
-    while (!requests.error() && pos < size && copying.size() + writing.size() < ring.num_slots()) {
-      std::size_t const len  = std::min(ring.slot_size(), size - pos);
-      std::size_t const slot = ring.submit_d2h(dev + pos, len, stream);
-      copying.push_back({slot, pos, len, group++});
-      pos += len;
-    }
-    if (!copying.empty()) {  // the oldest copy's writes go out as soon as it is done
-      auto const oldest = copying.front();
-      copying.pop_front();
-      auto* data = static_cast<std::byte*>(ring.wait(oldest.slot));
-      if (!requests.error()) {
-        requests.add(
-          data, oldest.len, offset + oldest.pos, oldest.group, staging.registered(oldest.slot));
-        requests.submit();
-      }
-      writing.push_back(oldest);
-      continue;
-    }
-    if (writing.empty()) { break; }  // failed: nothing more goes out
-    requests.wait_group(writing.front().group);
-    writing.pop_front();
   }
   ring.finish();
   if (requests.error()) { std::rethrow_exception(requests.error()); }

@@ -195,12 +195,12 @@ std::size_t device_io(Op op,
   KVIKIO_EXPECT(
     ctx != nullptr, "device-memory I/O needs a current CUDA context", std::invalid_argument);
   CUstream const stream = stream_for_this_thread(ctx);
-  // io_uring, buffered: a deeper staging whose slots all have requests in flight at once.
-  if (fd_direct < 0 && io_uring_selected()) {
-    return op == Op::read
-             ? io_uring_read_to_device(fd, convert_void2deviceptr(dev), size, file_offset, stream)
-             : io_uring_write_from_device(
-                 fd, convert_void2deviceptr(dev), size, file_offset, stream);
+  // io_uring, buffered reads: a deeper staging whose slots all have requests in flight at once.
+  // Buffered writes stay below: one file's buffered writes run one at a time in the kernel, and
+  // through the ring (a worker per inode) they measured 0.68-0.89 of pwrite from the slots
+  // (docs/benchmarks.md).
+  if (op == Op::read && fd_direct < 0 && io_uring_selected()) {
+    return io_uring_read_to_device(fd, convert_void2deviceptr(dev), size, file_offset, stream);
   }
   BounceBufferRing<> ring{defaults::num_bounce_buffers()};
   std::size_t const chunk = ring.slot_size();
