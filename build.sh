@@ -6,7 +6,8 @@
 #   ./build.sh          install dependencies (ci/install-deps.sh) and build (Release)
 #   ./build.sh test     ... and run everything: format check, the Release suite, the installed
 #                       CMake package used by cpp/examples/downstream, then the suite again under
-#                       AddressSanitizer+UndefinedBehaviorSanitizer and under ThreadSanitizer
+#                       AddressSanitizer+UndefinedBehaviorSanitizer and under ThreadSanitizer,
+#                       then every libFuzzer target of cpp/fuzz for FUZZ_SECONDS (default 60)
 #   ./build.sh demo     ... and run the demo, cpp/examples/basic_io
 #   ./build.sh clean    remove the build folders
 #
@@ -73,6 +74,30 @@ sanitizer_suites() {
   run_suite tsan TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/ci/tsan.supp
 }
 
+# Every libFuzzer target (clang, ASan+UBSan) from its seed corpus for FUZZ_SECONDS; a crash, a
+# sanitizer report or an unexpected exception fails, and leaves its input in build/fuzz/crashes.
+fuzz_targets() {
+  local flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+  step "libFuzzer targets (clang), ${FUZZ_SECONDS:-60} s each"
+  cmake -S . -B "$BUILD_ROOT/fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DKvikIO_BUILD_FUZZERS=ON \
+    -DKvikIO_BUILD_TESTS=OFF -DKvikIO_BUILD_EXAMPLES=OFF -DKvikIO_BUILD_BENCHMARKS=OFF \
+    -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" >/dev/null
+  cmake --build "$BUILD_ROOT/fuzz" -j "$JOBS"
+  mkdir -p "$BUILD_ROOT/fuzz/crashes"
+  for seeds in cpp/fuzz/corpus/*/; do
+    local target
+    target=$(basename "$seeds")
+    local corpus="$BUILD_ROOT/fuzz/corpus/$target"
+    mkdir -p "$corpus"
+    echo "--- $target"
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+      "$BUILD_ROOT/fuzz/cpp/fuzz/$target" -max_total_time="${FUZZ_SECONDS:-60}" -timeout=10 \
+      -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$BUILD_ROOT/fuzz/crashes/$target-" \
+      "$corpus" "$seeds" 2>&1 | tail -n 12
+  done
+}
+
 case "$command" in
   build)
     ci/install-deps.sh
@@ -86,6 +111,7 @@ case "$command" in
     step "Suite (Release)"
     run_suite release
     sanitizer_suites
+    fuzz_targets
     ;;
   demo)
     ci/install-deps.sh

@@ -80,4 +80,9 @@ if [[ ${ASYNC_BENCH:-0} == 1 ]]; then
   done
   rm -f /tmp/kvikio-async.bin
 fi
+# IPC handles (IPC_BENCH=1): export_memory and open, cached and not, beside the driver's calls.
+if [[ ${IPC_BENCH:-0} == 1 ]]; then
+  timeout 120 build/release/cpp/benchmarks/kvikio_bench ipc --calls ${IPC_CALLS:-5000} \
+    --json "$OUT/ipc-bench.jsonl" 2>&1 | tee -a "$OUT/ipc-bench.log" || status=1
+fi
 exit $status

@@ -15,6 +15,8 @@ packages=(
   liburing-dev          # liburing (static), the io_uring local backend
   libcli11-dev          # CLI11, the command line of kvikio_bench
   clang-format          # the formatting check of ./build.sh test
+  clang                 # compiles the libFuzzer targets of cpp/fuzz
+  libclang-rt-14-dev    # libFuzzer and the sanitizer runtimes for clang
   nginx-light           # the real HTTP server of the remote I/O tests
   python3-botocore      # the independent SigV4 check of the S3 test server (servers/s3_sigv4.py)
   python3-matplotlib    # docs/benchmarks/plot.py (Debian's /usr/bin/python3)

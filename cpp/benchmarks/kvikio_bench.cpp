@@ -9,6 +9,7 @@
  */
 #include <CLI/CLI.hpp>
 
+#include "ipc_bench.hpp"
 #include "local_bench.hpp"
 #ifdef KVIKIO_BENCH_REMOTE
 #include "remote_bench.hpp"
@@ -77,6 +78,19 @@ int main(int argc, char** argv)
   local_cmd->add_option("--async-reads", local.async_reads, "N for --api async")
     ->default_val(8)
     ->check(CLI::PositiveNumber);
+  kvikio::bench::IpcOptions ipc_options;
+  auto* ipc_cmd = app.add_subcommand(
+    "ipc", "IPC handles: export_memory and open, cached and not, beside the driver's calls");
+  ipc_cmd->add_option("--calls", ipc_options.calls, "timed calls per variant")
+    ->default_val(2000)
+    ->check(CLI::PositiveNumber);
+  ipc_cmd->add_option("--allocations", ipc_options.allocations, "allocations, used in turn")
+    ->default_val(4)
+    ->check(CLI::PositiveNumber);
+  ipc_cmd->add_option("--size", ipc_options.size_text, "bytes per allocation")
+    ->default_val("64MiB");
+  ipc_cmd->add_option("--json", ipc_options.json, "append one JSON line per row to this file");
+  ipc_cmd->add_option("--producer-fd", ipc_options.producer_fd)->group("");  // the child's role
 #ifdef KVIKIO_BENCH_REMOTE
   kvikio::bench::RemoteOptions remote;
   auto* remote_cmd = app.add_subcommand("remote", "remote objects: RemoteHandle::pread");
@@ -115,6 +129,7 @@ int main(int argc, char** argv)
 #endif
   CLI11_PARSE(app, argc, argv);
   try {
+    if (ipc_cmd->parsed()) { return kvikio::bench::run_ipc(ipc_options); }
 #ifdef KVIKIO_BENCH_REMOTE
     if (remote_cmd->parsed()) {
       if (remote.threads.empty()) { remote.threads = {1, 2, 4, 8}; }

@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/child_process.hpp"
 #include "common/device.hpp"
 
 using kvikio::test::api;
@@ -694,31 +695,10 @@ int run_child(char const* test,
               std::string const& event_handle,
               int signal_fd)
 {
-  // Everything is prepared before fork(): between fork and exec a child of a multithreaded
-  // process may only make async-signal-safe calls (no malloc, no setenv).
-  std::vector<std::string> env_strings{"KVIKIO_TEST_IPC_MEM=" + mem_handle,
+  return kvikio::test::run_child_test(test,
+                                      {"KVIKIO_TEST_IPC_MEM=" + mem_handle,
                                        "KVIKIO_TEST_IPC_EVENT=" + event_handle,
-                                       "KVIKIO_TEST_IPC_SIGNAL_FD=" + std::to_string(signal_fd)};
-  std::vector<char*> envp;
-  for (auto& e : env_strings) {
-    envp.push_back(e.data());
-  }
-  for (char** e = environ; *e != nullptr; ++e) {
-    envp.push_back(*e);
-  }
-  envp.push_back(nullptr);
-  std::string filter   = std::string{"--gtest_filter=*"} + test;
-  std::string disabled = "--gtest_also_run_disabled_tests";
-  std::string name     = "child";
-  char* argv[]         = {name.data(), filter.data(), disabled.data(), nullptr};
-  pid_t const pid      = ::fork();
-  if (pid == 0) {
-    ::execve("/proc/self/exe", argv, envp.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+                                       "KVIKIO_TEST_IPC_SIGNAL_FD=" + std::to_string(signal_fd)});
 }
 
 TEST_F(OnDevice, IpcMemoryAndEventBetweenProcesses)

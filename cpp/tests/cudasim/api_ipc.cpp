@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -22,6 +23,11 @@ namespace {
 
 constexpr std::uint32_t handle_magic = 0x4D495343;  // "CSIM"
 enum class HandleKind : std::uint32_t { memory = 1, event = 2 };
+
+// Successful calls of the memory-handle entry points, for tests that prove a cache saved them.
+std::atomic<unsigned long long> get_mem_calls{0};
+std::atomic<unsigned long long> open_mem_calls{0};
+std::atomic<unsigned long long> close_mem_calls{0};
 
 struct Handle {
   std::uint32_t magic;
@@ -104,6 +110,7 @@ CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle* pHandle, CUdeviceptr dptr)
   write_handle(
     *pHandle,
     Handle{handle_magic, HandleKind::memory, ::getpid(), a->memfd, a->size, a->buffer_id});
+  ++get_mem_calls;
   return CUDA_SUCCESS;
 }
 
@@ -150,16 +157,30 @@ CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle, u
   }
   sim.allocations.emplace(a.base, a);
   *pdptr = a.base;
+  ++open_mem_calls;
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
   CUDASIM_ENTER("cuIpcCloseMemHandle");
-  return cudasim::release_allocation("cuIpcCloseMemHandle",
-                                     dptr,
-                                     Allocation::Kind::ipc_opened,
-                                     "not memory opened with cuIpcOpenMemHandle");
+  CUresult const r = cudasim::release_allocation("cuIpcCloseMemHandle",
+                                                 dptr,
+                                                 Allocation::Kind::ipc_opened,
+                                                 "not memory opened with cuIpcOpenMemHandle");
+  if (r == CUDA_SUCCESS) { ++close_mem_calls; }
+  return r;
+}
+
+/// For tests (dlsym): successful calls so far of cuIpcGetMemHandle ("get"), cuIpcOpenMemHandle
+/// ("open") or cuIpcCloseMemHandle ("close") in this process.
+unsigned long long cudasim_ipc_call_count(char const* which)
+{
+  std::string const name{which};
+  if (name == "get") { return get_mem_calls.load(); }
+  if (name == "open") { return open_mem_calls.load(); }
+  if (name == "close") { return close_mem_calls.load(); }
+  return ~0ULL;
 }
 
 CUresult CUDAAPI cuIpcGetEventHandle(CUipcEventHandle* pHandle, CUevent event)
