@@ -4,7 +4,8 @@
 # The one entry point for building and testing KvikIO.
 #
 #   ./build.sh          install dependencies (ci/install-deps.sh) and build (Release)
-#   ./build.sh test     ... and run everything: format check, the Release suite, the installed
+#   ./build.sh test     ... and run everything: format check, the Release suite (pytest of the
+#                       Python package included), the installed
 #                       CMake package used by cpp/examples/downstream, then the suite again under
 #                       AddressSanitizer+UndefinedBehaviorSanitizer and under ThreadSanitizer,
 #                       then every libFuzzer target of cpp/fuzz for FUZZ_SECONDS (default 60)
@@ -37,10 +38,13 @@ run_suite() {
     --timeout 300
 }
 
+# The Release build also builds the Python extension (pybind11) for Debian's /usr/bin/python3,
+# whose python3-* packages the tests use (a python3 earlier on PATH may be another build).
 build_release() {
   step "Release build"
   configure_and_build release -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_INSTALL_PREFIX="$BUILD_ROOT/install"
+    -DCMAKE_INSTALL_PREFIX="$BUILD_ROOT/install" -DKvikIO_BUILD_PYTHON=ON \
+    -DPython3_EXECUTABLE=/usr/bin/python3
 }
 
 format_check() {

@@ -20,6 +20,10 @@ packages=(
   nginx-light           # the real HTTP server of the remote I/O tests
   python3-botocore      # the independent SigV4 check of the S3 test server (servers/s3_sigv4.py)
   python3-matplotlib    # docs/benchmarks/plot.py (Debian's /usr/bin/python3)
+  python3-dev           # the Python headers the extension kvikio._lib compiles against
+  pybind11-dev          # pybind11, the C++ side of kvikio._lib
+  python3-numpy         # NumPy, which the kvikio package uses for host buffers
+  python3-pytest        # the Python package's test suite
 )
 # npm runs s3rver (below); a machine that already has node and npm (from NodeSource, say) keeps
 # them, so npm is asked of Debian only when it is missing.

@@ -1,0 +1,257 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * kvikio._lib: the C++ library as the pure-Python modules of `kvikio` need it. Buffers arrive
+ * as (address, size) pairs: the Python side reads them out of __cuda_array_interface__ or the
+ * buffer protocol and keeps the objects alive. Every call that waits or moves bytes releases the
+ * GIL. C++ exceptions map as pybind11 maps them (invalid_argument -> ValueError, out_of_range ->
+ * IndexError, overflow_error -> OverflowError, other runtime_error -> RuntimeError).
+ */
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/file_handle.hpp>
+#include <kvikio/ipc.hpp>
+#include <kvikio/remote_handle.hpp>
+#include <kvikio/stream.hpp>
+#include <kvikio/utils.hpp>
+#include <kvikio/version_config.hpp>
+
+namespace py = pybind11;
+
+namespace {
+
+void* as_ptr(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
+CUstream as_stream(std::uintptr_t handle) { return reinterpret_cast<CUstream>(handle); }
+
+/// A std::future<std::size_t> that Python can wait for from any thread, any number of times.
+class Future {
+ public:
+  explicit Future(std::future<std::size_t> f) : shared_{f.share()} {}
+  std::size_t get()
+  {
+    py::gil_scoped_release const release;
+    return shared_.get();
+  }
+  bool done() const
+  {
+    return shared_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }
+
+ private:
+  std::shared_future<std::size_t> shared_;
+};
+
+/// A StreamFuture: the operation is ordered on the stream; check_bytes_done() synchronises.
+class StreamOp {
+ public:
+  explicit StreamOp(kvikio::StreamFuture f) : future_{std::move(f)} {}
+  std::size_t check_bytes_done()
+  {
+    py::gil_scoped_release const release;
+    return future_.check_bytes_done();
+  }
+
+ private:
+  kvikio::StreamFuture future_;
+};
+
+template <typename F>
+auto without_gil(F&& f)
+{
+  py::gil_scoped_release const release;
+  return f();
+}
+
+void bind_defaults(py::module_& m)
+{
+  auto d = m.def_submodule("defaults", "kvikio::defaults, one getter and setter per setting");
+  using kvikio::defaults;
+  d.def("compat_mode", [] { return static_cast<int>(defaults::compat_mode()); });
+  d.def("set_compat_mode",
+        [](int v) { defaults::set_compat_mode(static_cast<kvikio::CompatMode>(v)); });
+  d.def("num_threads", &defaults::thread_pool_nthreads);
+  d.def("set_num_threads",
+        [](unsigned v) { without_gil([&] { defaults::set_thread_pool_nthreads(v); }); });
+#define KVIKIO_PY_SETTING(name)  \
+  d.def(#name, &defaults::name); \
+  d.def("set_" #name, &defaults::set_##name);
+  KVIKIO_PY_SETTING(task_size)
+  KVIKIO_PY_SETTING(gds_threshold)
+  KVIKIO_PY_SETTING(bounce_buffer_size)
+  KVIKIO_PY_SETTING(num_bounce_buffers)
+  KVIKIO_PY_SETTING(http_max_attempts)
+  KVIKIO_PY_SETTING(http_timeout)
+  KVIKIO_PY_SETTING(http_status_codes)
+  KVIKIO_PY_SETTING(auto_direct_io_read)
+  KVIKIO_PY_SETTING(auto_direct_io_read_overread)
+  KVIKIO_PY_SETTING(auto_direct_io_write)
+  KVIKIO_PY_SETTING(thread_pool_per_block_device)
+  KVIKIO_PY_SETTING(remote_max_connections)
+  KVIKIO_PY_SETTING(remote_io_num_reactors)
+  KVIKIO_PY_SETTING(remote_io_max_concurrent_requests)
+  KVIKIO_PY_SETTING(event_pool_max_per_context)
+  KVIKIO_PY_SETTING(ipc_export_cache_size)
+  KVIKIO_PY_SETTING(ipc_open_cache_size)
+#undef KVIKIO_PY_SETTING
+  d.def("local_io_backend", [] {
+    return defaults::local_io_backend() == kvikio::LocalIOBackend::IO_URING ? "io_uring" : "posix";
+  });
+  d.def("set_local_io_backend", [](std::string const& v) {
+    defaults::set_local_io_backend(kvikio::detail::parse_local_io_backend("local_io_backend", v));
+  });
+  d.def("remote_backend", [] {
+    return defaults::remote_backend() == kvikio::RemoteBackendType::LIBCURL_MULTI_POLL
+             ? "LIBCURL_MULTI_POLL"
+             : "LIBCURL_EASY";
+  });
+  d.def("set_remote_backend", [](std::string const& v) {
+    defaults::set_remote_backend(v == "LIBCURL_MULTI_POLL" || v == "MULTI_POLL"
+                                   ? kvikio::RemoteBackendType::LIBCURL_MULTI_POLL
+                                   : kvikio::RemoteBackendType::LIBCURL_EASY);
+  });
+}
+
+void bind_file_handle(py::module_& m)
+{
+  py::class_<kvikio::FileHandle>(m, "FileHandle")
+    .def(py::init([](std::string const& path, std::string const& flags) {
+           return std::make_unique<kvikio::FileHandle>(path, flags);
+         }),
+         py::arg("path"),
+         py::arg("flags") = "r")
+    .def("close", &kvikio::FileHandle::close)
+    .def("closed", &kvikio::FileHandle::closed)
+    .def("fd", &kvikio::FileHandle::fd, py::arg("o_direct") = false)
+    .def("fd_open_flags", &kvikio::FileHandle::fd_open_flags, py::arg("o_direct") = false)
+    .def("nbytes", &kvikio::FileHandle::nbytes)
+    .def("is_direct_io_supported", &kvikio::FileHandle::is_direct_io_supported)
+    .def(
+      "pread",
+      [](kvikio::FileHandle& f,
+         std::uintptr_t buf,
+         std::size_t size,
+         std::size_t offset,
+         std::size_t task_size) {
+        return Future{without_gil([&] { return f.pread(as_ptr(buf), size, offset, task_size); })};
+      })
+    .def(
+      "pwrite",
+      [](kvikio::FileHandle& f,
+         std::uintptr_t buf,
+         std::size_t size,
+         std::size_t offset,
+         std::size_t task_size) {
+        return Future{without_gil([&] { return f.pwrite(as_ptr(buf), size, offset, task_size); })};
+      })
+    .def("read_async",
+         [](kvikio::FileHandle& f,
+            std::uintptr_t buf,
+            std::size_t size,
+            std::size_t offset,
+            std::size_t dev_offset,
+            std::uintptr_t stream) {
+           return StreamOp{without_gil([&] {
+             return f.read_async(as_ptr(buf),
+                                 size,
+                                 static_cast<off_t>(offset),
+                                 static_cast<off_t>(dev_offset),
+                                 as_stream(stream));
+           })};
+         })
+    .def("write_async",
+         [](kvikio::FileHandle& f,
+            std::uintptr_t buf,
+            std::size_t size,
+            std::size_t offset,
+            std::size_t dev_offset,
+            std::uintptr_t stream) {
+           return StreamOp{without_gil([&] {
+             return f.write_async(as_ptr(buf),
+                                  size,
+                                  static_cast<off_t>(offset),
+                                  static_cast<off_t>(dev_offset),
+                                  as_stream(stream));
+           })};
+         });
+}
+
+void bind_remote(py::module_& m)
+{
+  py::enum_<kvikio::RemoteEndpointType>(m, "RemoteEndpointType")
+    .value("AUTO", kvikio::RemoteEndpointType::AUTO)
+    .value("S3", kvikio::RemoteEndpointType::S3)
+    .value("S3_PUBLIC", kvikio::RemoteEndpointType::S3_PUBLIC)
+    .value("S3_PRESIGNED_URL", kvikio::RemoteEndpointType::S3_PRESIGNED_URL)
+    .value("WEBHDFS", kvikio::RemoteEndpointType::WEBHDFS)
+    .value("HTTP", kvikio::RemoteEndpointType::HTTP);
+  py::class_<kvikio::RemoteHandle>(m, "RemoteHandle")
+    .def_static(
+      "open",
+      [](std::string url,
+         kvikio::RemoteEndpointType type,
+         std::optional<std::vector<kvikio::RemoteEndpointType>> allow_list,
+         std::optional<std::size_t> nbytes) {
+        return without_gil([&] {
+          return std::make_unique<kvikio::RemoteHandle>(
+            kvikio::RemoteHandle::open(std::move(url), type, std::move(allow_list), nbytes));
+        });
+      },
+      py::arg("url"),
+      py::arg("type")       = kvikio::RemoteEndpointType::AUTO,
+      py::arg("allow_list") = std::nullopt,
+      py::arg("nbytes")     = std::nullopt)
+    .def("nbytes", &kvikio::RemoteHandle::nbytes)
+    .def("remote_endpoint_type", &kvikio::RemoteHandle::remote_endpoint_type)
+    .def("read",
+         [](kvikio::RemoteHandle& h, std::uintptr_t buf, std::size_t size, std::size_t offset) {
+           return without_gil([&] { return h.read(as_ptr(buf), size, offset); });
+         })
+    .def(
+      "pread",
+      [](kvikio::RemoteHandle& h,
+         std::uintptr_t buf,
+         std::size_t size,
+         std::size_t offset,
+         std::size_t task_size) {
+        return Future{without_gil([&] { return h.pread(as_ptr(buf), size, offset, task_size); })};
+      })
+    .def("read_async",
+         [](kvikio::RemoteHandle& h,
+            std::uintptr_t buf,
+            std::size_t size,
+            std::size_t offset,
+            std::uintptr_t stream) {
+           return StreamOp{without_gil(
+             [&] { return h.read_async(as_ptr(buf), size, offset, as_stream(stream)); })};
+         });
+  m.def("s3_url_from_bucket_and_object", [](std::string const& bucket, std::string const& object) {
+    return kvikio::S3Endpoint::url_from_bucket_and_object(bucket, object);
+  });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_lib, m)
+{
+  m.doc()               = "KvikIO's C++ library, for the kvikio package";
+  m.attr("__version__") = std::to_string(KVIKIO_VERSION_MAJOR) + "." +
+                          std::to_string(KVIKIO_VERSION_MINOR) + "." +
+                          std::to_string(KVIKIO_VERSION_PATCH);
+  py::class_<Future>(m, "Future").def("get", &Future::get).def("done", &Future::done);
+  py::class_<StreamOp>(m, "StreamFuture").def("check_bytes_done", &StreamOp::check_bytes_done);
+  m.def("is_host_memory", [](std::uintptr_t p) { return kvikio::is_host_memory(as_ptr(p)); });
+  bind_defaults(m);
+  bind_file_handle(m);
+  bind_remote(m);
+}

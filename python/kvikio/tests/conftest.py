@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Fixtures: device memory from CuPy where it is importable (the GPU machine), else from the
+CUDA driver that is loaded (the simulator in CI) through ctypes, as a small array type with
+``__cuda_array_interface__``; data patterns; a temporary directory."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import numpy as np
+import pytest
+
+try:
+    import cupy
+except ImportError:  # CI: no CuPy
+    cupy = None
+
+
+class _Driver:
+    """The few driver calls the tests need, straight from libcuda.so.1 (not through kvikio:
+    an independent way to put bytes in and get them out)."""
+
+    def __init__(self):
+        self.lib = ctypes.CDLL("libcuda.so.1")
+        self.check(self.lib.cuInit(0), "cuInit")
+        device = ctypes.c_int()
+        self.check(self.lib.cuDeviceGet(ctypes.byref(device), 0), "cuDeviceGet")
+        self.ctx = ctypes.c_void_p()
+        self.check(self.lib.cuDevicePrimaryCtxRetain(ctypes.byref(self.ctx), device), "retain")
+
+    @staticmethod
+    def check(result: int, what: str) -> None:
+        if result != 0:
+            raise RuntimeError(f"{what} failed: CUresult {result}")
+
+    def push(self) -> None:
+        self.check(self.lib.cuCtxPushCurrent_v2(self.ctx), "cuCtxPushCurrent")
+
+
+_driver = None
+
+
+def driver() -> _Driver:
+    global _driver
+    if _driver is None:
+        _driver = _Driver()
+    _driver.push()  # this thread's current context (pushes nest; harmless)
+    return _driver
+
+
+class DeviceArray:
+    """Device memory from cuMemAlloc, as a 1-D uint8 array (``__cuda_array_interface__``)."""
+
+    def __init__(self, nbytes: int, *, readonly: bool = False, strides=None, shape=None):
+        self._d = driver()
+        self.nbytes = nbytes
+        self.ptr = ctypes.c_uint64()
+        self._d.check(self._d.lib.cuMemAlloc_v2(ctypes.byref(self.ptr), max(nbytes, 1)),
+                      "cuMemAlloc")
+        self.__cuda_array_interface__ = {
+            "shape": shape or (nbytes,),
+            "typestr": "|u1",
+            "data": (self.ptr.value, readonly),
+            "strides": strides,
+            "version": 3,
+        }
+
+    def __del__(self):
+        self._d.lib.cuMemFree_v2(self.ptr)
+
+    def copy_from_host(self, data: np.ndarray) -> "DeviceArray":
+        data = np.ascontiguousarray(data).view(np.uint8)
+        self._d.check(self._d.lib.cuMemcpyHtoD_v2(self.ptr, data.ctypes.data_as(ctypes.c_void_p),
+                                                  ctypes.c_size_t(data.nbytes)), "cuMemcpyHtoD")
+        # From pageable memory the copy may still be in flight when cuMemcpyHtoD returns (as on
+        # a GPU): a stream-ordered read on a non-blocking stream could land before it.
+        self._d.check(self._d.lib.cuCtxSynchronize(), "cuCtxSynchronize")
+        return self
+
+    def to_host(self) -> np.ndarray:
+        out = np.empty(self.nbytes, np.uint8)
+        self._d.check(self._d.lib.cuMemcpyDtoH_v2(out.ctypes.data_as(ctypes.c_void_p), self.ptr,
+                                                  ctypes.c_size_t(self.nbytes)), "cuMemcpyDtoH")
+        return out
+
+
+def pattern(nbytes: int, seed: int) -> np.ndarray:
+    """Deterministic non-zero bytes, different per seed."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(1, 256, size=nbytes, dtype=np.uint8)
+
+
+POISON = 0xEE
+
+
+@pytest.fixture
+def device():
+    """``device.array(host_bytes)``, ``device.empty(n)`` (poisoned), ``device.to_host(a)``."""
+
+    class Device:
+        @staticmethod
+        def array(data: np.ndarray):
+            if cupy is not None:
+                a = cupy.asarray(np.ascontiguousarray(data).view(np.uint8))
+                cupy.cuda.runtime.deviceSynchronize()  # before any other stream touches it
+                return a
+            return DeviceArray(data.nbytes).copy_from_host(data)
+
+        @staticmethod
+        def empty(nbytes: int):
+            return Device.array(np.full(nbytes, POISON, np.uint8))
+
+        @staticmethod
+        def to_host(a) -> np.ndarray:
+            if cupy is not None:
+                return cupy.asnumpy(a).view(np.uint8).ravel()
+            return a.to_host()
+
+        @staticmethod
+        def stream():
+            """A stream handle (int), or CuPy's stream object."""
+            if cupy is not None:
+                return cupy.cuda.Stream(non_blocking=True)
+            handle = ctypes.c_void_p()
+            d = driver()
+            d.check(d.lib.cuStreamCreate(ctypes.byref(handle), 1), "cuStreamCreate")
+            return handle.value
+
+    return Device
+
+
+@pytest.fixture
+def data_file(tmp_path):
+    """A file of 3 MiB + 4099 pattern bytes; returns (path, bytes)."""
+    content = pattern(3 * 1024 * 1024 + 4099, 7)
+    path = tmp_path / "data.bin"
+    content.tofile(path)
+    return path, content
+
+
+def pytest_report_header(config):
+    where = "CuPy" if cupy is not None else f"ctypes on {os.environ.get('LD_LIBRARY_PATH', '')}"
+    return f"device memory: {where}"

@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: Apache-2.0
+"""kvikio.defaults: get/set by upstream's names, the context manager restoring, bad names and
+values rejected with ValueError, all-or-nothing."""
+
+import pytest
+
+import kvikio
+
+
+def test_get_set_and_restore():
+    before = kvikio.defaults.get("task_size")
+    with kvikio.defaults.set("task_size", 12345):
+        assert kvikio.defaults.get("task_size") == 12345
+        with kvikio.defaults.set({"num_threads": 3, "gds_threshold": 77}):
+            assert kvikio.defaults.get("num_threads") == 3
+            assert kvikio.defaults.get("gds_threshold") == 77
+    assert kvikio.defaults.get("task_size") == before
+    kvikio.defaults.set("http_status_codes", [500, 503])
+    assert kvikio.defaults.get("http_status_codes") == [500, 503]
+    with kvikio.defaults.set("local_io_backend", "io_uring"):
+        assert kvikio.defaults.get("local_io_backend") == "io_uring"
+    assert kvikio.defaults.get("local_io_backend") == "posix"
+
+
+def test_bad_names_and_values():
+    with pytest.raises(ValueError, match="unknown setting 'no_such'"):
+        kvikio.defaults.get("no_such")
+    before = kvikio.defaults.get("task_size")
+    with pytest.raises(ValueError):
+        kvikio.defaults.set({"task_size": 999, "num_threads": 0})  # 0 threads is invalid
+    assert kvikio.defaults.get("task_size") == before, "a failed set() left a value behind"
+    with pytest.raises(ValueError):
+        kvikio.defaults.set("local_io_backend", "nonsense")
+    with pytest.raises(ValueError):
+        kvikio.defaults.set("task_size")
