@@ -5,18 +5,24 @@ Upstream KvikIO's Python API on this project's C++ library (see docs/python.md f
 there so far).
 """
 
-from kvikio import defaults
+from kvikio import buffer, cufile_driver, defaults, ipc, stream
 from kvikio._lib import __version__
 from kvikio.cufile import CuFile, IOFuture, IOFutureStream
+from kvikio.mmap import Mmap
 from kvikio.remote_file import RemoteEndpointType, RemoteFile, is_remote_file_available
 
 __all__ = [
     "CuFile",
     "IOFuture",
     "IOFutureStream",
+    "Mmap",
     "RemoteEndpointType",
     "RemoteFile",
     "__version__",
+    "buffer",
+    "cufile_driver",
     "defaults",
+    "ipc",
     "is_remote_file_available",
+    "stream",
 ]

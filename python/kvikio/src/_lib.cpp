@@ -19,9 +19,12 @@
 #include <utility>
 #include <vector>
 
+#include <kvikio/buffer.hpp>
+#include <kvikio/cufile/driver.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/file_handle.hpp>
 #include <kvikio/ipc.hpp>
+#include <kvikio/mmap.hpp>
 #include <kvikio/remote_handle.hpp>
 #include <kvikio/stream.hpp>
 #include <kvikio/utils.hpp>
@@ -240,6 +243,87 @@ void bind_remote(py::module_& m)
   });
 }
 
+void bind_mmap_and_buffers(py::module_& m)
+{
+  py::class_<kvikio::MmapHandle>(m, "MmapHandle")
+    .def(py::init([](std::string const& path,
+                     std::string const& flags,
+                     std::optional<std::size_t> size,
+                     std::size_t offset) {
+           return std::make_unique<kvikio::MmapHandle>(path, flags, size, offset);
+         }),
+         py::arg("path"),
+         py::arg("flags")              = "r",
+         py::arg("initial_map_size")   = std::nullopt,
+         py::arg("initial_map_offset") = 0)
+    .def("initial_map_size", &kvikio::MmapHandle::initial_map_size)
+    .def("initial_map_offset", &kvikio::MmapHandle::initial_map_offset)
+    .def("file_size", &kvikio::MmapHandle::file_size)
+    .def("nbytes", &kvikio::MmapHandle::nbytes)
+    .def("closed", &kvikio::MmapHandle::closed)
+    .def("close", &kvikio::MmapHandle::close)
+    .def("read",
+         [](kvikio::MmapHandle& h, std::uintptr_t buf, std::size_t size, std::size_t offset) {
+           return without_gil([&] { return h.read(as_ptr(buf), size, offset); });
+         })
+    .def(
+      "pread",
+      [](kvikio::MmapHandle& h,
+         std::uintptr_t buf,
+         std::size_t size,
+         std::size_t offset,
+         std::size_t task_size) {
+        return Future{without_gil([&] { return h.pread(as_ptr(buf), size, offset, task_size); })};
+      });
+  m.def("memory_register", [](std::uintptr_t p) { kvikio::memory_register(as_ptr(p)); });
+  m.def("memory_deregister", [](std::uintptr_t p) { kvikio::memory_deregister(as_ptr(p)); });
+  m.def("stream_register",
+        [](std::uintptr_t s, unsigned flags) { kvikio::stream_register(as_stream(s), flags); });
+  m.def("stream_deregister", [](std::uintptr_t s) { kvikio::stream_deregister(as_stream(s)); });
+  m.def("is_cufile_usable", [] { return kvikio::detail::is_cufile_usable(); });
+  m.def("is_gds_available", [] { return kvikio::detail::is_gds_available(); });
+}
+
+void bind_ipc(py::module_& m)
+{
+  namespace ipc = kvikio::ipc;
+  auto i        = m.def_submodule("ipc", "kvikio::ipc");
+  py::class_<ipc::IpcHandle>(i, "IpcHandle")
+    .def_static("from_bytes",
+                [](py::bytes const& b) {
+                  std::string_view const v = b;
+                  return ipc::IpcHandle::from_bytes(v.data(), v.size());
+                })
+    .def("to_bytes",
+         [](ipc::IpcHandle const& h) {
+           auto const bytes = h.to_bytes();
+           return py::bytes(reinterpret_cast<char const*>(bytes.data()), bytes.size());
+         })
+    .def_property_readonly("offset", [](ipc::IpcHandle const& h) { return h.offset; })
+    .def_property_readonly("length", [](ipc::IpcHandle const& h) { return h.length; })
+    .def_property_readonly("buffer_id", [](ipc::IpcHandle const& h) { return h.buffer_id; })
+    .def_property_readonly("pid", [](ipc::IpcHandle const& h) { return h.producer.pid; });
+  py::class_<ipc::MappedRegion>(i, "MappedRegion")
+    .def_property_readonly(
+      "ptr", [](ipc::MappedRegion const& r) { return reinterpret_cast<std::uintptr_t>(r.get()); })
+    .def_property_readonly("nbytes", &ipc::MappedRegion::size)
+    .def("release", &ipc::MappedRegion::reset);
+  py::class_<ipc::CacheStats>(i, "CacheStats")
+    .def_readonly("entries", &ipc::CacheStats::entries)
+    .def_readonly("hits", &ipc::CacheStats::hits)
+    .def_readonly("misses", &ipc::CacheStats::misses)
+    .def_readonly("evictions", &ipc::CacheStats::evictions)
+    .def_readonly("overflows", &ipc::CacheStats::overflows)
+    .def_readonly("stale", &ipc::CacheStats::stale);
+  i.def("export_memory",
+        [](std::uintptr_t p, std::size_t n) { return ipc::export_memory(as_ptr(p), n); });
+  i.def("open", [](ipc::IpcHandle const& h) { return without_gil([&] { return ipc::open(h); }); });
+  i.def("forget", [](std::uintptr_t p) { ipc::forget(as_ptr(p)); });
+  i.def("export_cache_stats", &ipc::export_cache_stats);
+  i.def("open_cache_stats", &ipc::open_cache_stats);
+  i.def("clear", [] { without_gil([] { ipc::clear(); }); });
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_lib, m)
@@ -254,4 +338,6 @@ PYBIND11_MODULE(_lib, m)
   bind_defaults(m);
   bind_file_handle(m);
   bind_remote(m);
+  bind_mmap_and_buffers(m);
+  bind_ipc(m);
 }

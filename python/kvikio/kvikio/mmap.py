@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Memory-mapped reads: :class:`Mmap` copies a mapped file range into host or device memory."""
+
+from __future__ import annotations
+
+import os
+
+from kvikio import _lib
+from kvikio._buffers import as_buffer, size_of
+from kvikio.cufile import IOFuture
+
+
+class Mmap:
+    """A read-only mapping of ``file`` (``flags`` must be ``"r"``), from
+    ``initial_map_offset`` for ``initial_map_size`` bytes (default: to the end)."""
+
+    def __init__(self, file, flags: str = "r", initial_map_size: int | None = None,
+                 initial_map_offset: int = 0):
+        self._handle = _lib.MmapHandle(os.fspath(file), flags, initial_map_size,
+                                       initial_map_offset)
+
+    def initial_map_size(self) -> int:
+        return self._handle.initial_map_size()
+
+    def initial_map_offset(self) -> int:
+        return self._handle.initial_map_offset()
+
+    def file_size(self) -> int:
+        return self._handle.file_size()
+
+    def nbytes(self) -> int:
+        return self._handle.nbytes()
+
+    def closed(self) -> bool:
+        return self._handle.closed()
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> "Mmap":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def read(self, buf, size: int | None = None, offset: int = 0) -> int:
+        b = as_buffer(buf, writable=True)
+        return self._handle.read(b.ptr, size_of(b, size, "read"), offset)
+
+    def pread(self, buf, size: int | None = None, offset: int = 0,
+              task_size: int | None = None) -> IOFuture:
+        b = as_buffer(buf, writable=True)
+        ts = task_size if task_size is not None else _lib.defaults.task_size()
+        return IOFuture(self._handle.pread(b.ptr, size_of(b, size, "pread"), offset, ts), b)

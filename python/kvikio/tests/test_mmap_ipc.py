@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: Apache-2.0
+"""kvikio.Mmap into host and device memory; kvikio.ipc between two processes (this pytest
+process produces, a child Python process consumes: it writes the mapped bytes to a file that
+numpy reads here, and reads a file of new bytes into the mapping that this process then sees);
+the no-op registrations."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from conftest import POISON, pattern
+
+import kvikio
+import kvikio.buffer
+import kvikio.ipc
+import kvikio.stream
+
+
+def test_mmap(data_file, device):
+    path, content = data_file
+    with kvikio.Mmap(path, initial_map_offset=4096, initial_map_size=1 << 20) as m:
+        assert m.nbytes() == 1 << 20
+        assert m.file_size() == content.size
+        out = np.full(1000, POISON, np.uint8)
+        assert m.read(out, 900, offset=5000) == 900
+        assert np.array_equal(out[:900], content[5000:5900])
+        assert (out[900:] == POISON).all()
+        dev = device.empty(1 << 19)
+        assert m.pread(dev, offset=4096, task_size=1 << 16).get() == 1 << 19
+        assert np.array_equal(device.to_host(dev), content[4096:4096 + (1 << 19)])
+        with pytest.raises(IndexError):
+            m.read(out, 100, offset=4096 + (1 << 20) - 50)
+    with pytest.raises(ValueError):
+        kvikio.Mmap(path, "w")
+
+
+CONSUMER = textwrap.dedent(
+    """
+    import sys
+    import kvikio, kvikio.ipc
+    handle = kvikio.ipc.IpcHandle.from_bytes(bytes.fromhex(sys.argv[1]))
+    region = kvikio.ipc.open(handle)
+    assert region.nbytes == handle.length
+    with kvikio.CuFile(sys.argv[2], "w") as f:  # what the producer wrote
+        assert f.write(region) == region.nbytes
+    with kvikio.CuFile(sys.argv[3], "r") as f:  # new bytes for the producer
+        assert f.read(region, region.nbytes // 2) == region.nbytes // 2
+    again = kvikio.ipc.open(handle)
+    assert again.ptr == region.ptr
+    stats = kvikio.ipc.open_cache_stats()
+    assert (stats.hits, stats.misses) == (1, 1), (stats.hits, stats.misses)
+    """
+)
+
+
+def test_ipc_between_processes(device, tmp_path):
+    n = 1 << 20
+    src = pattern(n, 5)
+    dev = device.array(src)
+    handle = kvikio.ipc.export_memory(dev)
+    assert handle.length == n
+    again = kvikio.ipc.export_memory(dev, 4096)
+    assert again.buffer_id == handle.buffer_id
+    assert kvikio.ipc.export_cache_stats().hits >= 1
+    blob = handle.to_bytes()
+    assert kvikio.ipc.IpcHandle.from_bytes(blob).to_bytes() == blob
+    with pytest.raises(ValueError, match="checksum"):
+        kvikio.ipc.IpcHandle.from_bytes(blob[:-1] + bytes([blob[-1] ^ 1]))
+    seen = tmp_path / "seen.bin"
+    new = pattern(n // 2, 6)
+    new_file = tmp_path / "new.bin"
+    new.tofile(new_file)
+    result = subprocess.run(
+        [sys.executable, "-c", CONSUMER, blob.hex(), str(seen), str(new_file)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert np.array_equal(np.fromfile(seen, np.uint8), src)
+    back = device.to_host(dev)
+    assert np.array_equal(back[: n // 2], new)
+    assert np.array_equal(back[n // 2:], src[n // 2:])
+    # This process's own handle maps nothing: the original pointer.
+    assert kvikio.ipc.open(handle).ptr == handle_ptr(dev)
+    kvikio.ipc.forget(dev)
+    kvikio.ipc.clear()
+
+
+def handle_ptr(dev) -> int:
+    return dev.__cuda_array_interface__["data"][0]
+
+
+def test_registrations_are_harmless(device):
+    dev = device.empty(4096)
+    kvikio.buffer.memory_register(dev)
+    kvikio.buffer.memory_deregister(dev)
+    kvikio.stream.stream_register(device.stream(), 0)
+    assert kvikio.buffer.bounce_buffer_free() == 0
+    assert isinstance(kvikio.cufile_driver.is_gds_available(), bool)
