@@ -9,7 +9,12 @@ from kvikio import buffer, cufile_driver, defaults, ipc, stream
 from kvikio._lib import __version__
 from kvikio.cufile import CuFile, IOFuture, IOFutureStream
 from kvikio.mmap import Mmap
-from kvikio.remote_file import RemoteEndpointType, RemoteFile, is_remote_file_available
+from kvikio.remote_file import (
+    RemoteEndpointType,
+    RemoteFile,
+    infer_remote_endpoint_type,
+    is_remote_file_available,
+)
 
 __all__ = [
     "CuFile",
@@ -22,6 +27,7 @@ __all__ = [
     "buffer",
     "cufile_driver",
     "defaults",
+    "infer_remote_endpoint_type",
     "ipc",
     "is_remote_file_available",
     "stream",

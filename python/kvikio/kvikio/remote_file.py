@@ -10,6 +10,12 @@ from kvikio.cufile import IOFuture, IOFutureStream
 RemoteEndpointType = _lib.RemoteEndpointType
 
 
+def infer_remote_endpoint_type(url: str) -> RemoteEndpointType:
+    """The kind of endpoint a URL names (S3 for s3://, WEBHDFS for .../webhdfs/v1/..., S3 for
+    an S3 host, S3_PRESIGNED_URL for a presigned query, else HTTP)."""
+    return _lib.infer_remote_endpoint_type(url)
+
+
 def is_remote_file_available() -> bool:
     """Whether this build has remote I/O (libcurl): always, for this package."""
     return True

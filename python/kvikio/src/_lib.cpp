@@ -238,6 +238,7 @@ void bind_remote(py::module_& m)
            return StreamOp{without_gil(
              [&] { return h.read_async(as_ptr(buf), size, offset, as_stream(stream)); })};
          });
+  m.def("infer_remote_endpoint_type", &kvikio::infer_remote_endpoint_type);
   m.def("s3_url_from_bucket_and_object", [](std::string const& bucket, std::string const& object) {
     return kvikio::S3Endpoint::url_from_bucket_and_object(bucket, object);
   });

@@ -33,3 +33,15 @@ def test_bad_names_and_values():
         kvikio.defaults.set("local_io_backend", "nonsense")
     with pytest.raises(ValueError):
         kvikio.defaults.set("task_size")
+
+
+def test_zarr_says_what_is_missing():
+    with pytest.raises(ImportError, match="zarr"):
+        import kvikio.zarr  # noqa: F401
+
+
+def test_infer_remote_endpoint_type():
+    infer = kvikio.infer_remote_endpoint_type
+    assert infer("s3://bucket/key") == kvikio.RemoteEndpointType.S3
+    assert infer("http://nn:9870/webhdfs/v1/x") == kvikio.RemoteEndpointType.WEBHDFS
+    assert infer("http://example.com/x.bin") == kvikio.RemoteEndpointType.HTTP
