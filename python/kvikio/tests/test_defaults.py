@@ -45,3 +45,19 @@ def test_infer_remote_endpoint_type():
     assert infer("s3://bucket/key") == kvikio.RemoteEndpointType.S3
     assert infer("http://nn:9870/webhdfs/v1/x") == kvikio.RemoteEndpointType.WEBHDFS
     assert infer("http://example.com/x.bin") == kvikio.RemoteEndpointType.HTTP
+
+
+def test_bench_runs(tmp_path, capsys):
+    import kvikio.bench
+
+    path = tmp_path / "b.bin"
+    kvikio.bench.main(["local", "read", "--file", str(path), "--size", "3MiB", "--threads",
+                       "1,2", "--task-size", "1MiB", "--repeat", "2"])
+    assert path.stat().st_size == 3 << 20
+    out = capsys.readouterr().out
+    assert "kvikio (python)" in out and "baseline python pread" in out
+    kvikio.bench.main(["local", "write", "--file", str(path), "--size", "2MiB", "--threads", "2",
+                       "--repeat", "1"])
+    assert "baseline python pwrite" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        kvikio.bench.main(["local", "read", "--file", str(path), "--size", "lots"])
