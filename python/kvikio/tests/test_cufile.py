@@ -113,3 +113,39 @@ def test_errors(data_file, tmp_path, device):
         with pytest.raises(TypeError, match="no buffer"):
             f.read(object())
     assert f.closed
+
+
+class _ProtocolStream:
+    """A stream through the CUDA stream protocol only (``__cuda_stream__``)."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self._handle)
+
+
+def test_stream_kinds(device, data_file):
+    path, content = data_file
+    raw = device.stream()
+    handle = raw if isinstance(raw, int) else raw.ptr
+    with kvikio.CuFile(path) as f:
+        for stream in (handle, _ProtocolStream(handle), None, raw):
+            dev = device.empty(4096)
+            assert f.read_async(dev, stream, file_offset=9).check_bytes_done() == 4096
+            assert np.array_equal(device.to_host(dev), content[9:4105])
+        with pytest.raises(TypeError, match="no stream"):
+            f.read_async(device.empty(16), "stream")
+
+
+def test_torch_tensor(data_file):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA device")
+    path, content = data_file
+    t = torch.full((content.size,), POISON, dtype=torch.uint8, device="cuda")
+    with kvikio.CuFile(path) as f:
+        assert f.read(t) == content.size
+    assert np.array_equal(t.cpu().numpy(), content)
+    with pytest.raises(ValueError, match="non-contiguous"):
+        kvikio.CuFile(path).read(t[: content.size // 1024 * 1024].view(-1, 1024)[:, ::2])
