@@ -96,6 +96,8 @@ class Ipc : public OnDevice {
   void TearDown() override
   {
     ipc::clear();
+    kvikio::defaults::set_ipc_export_cache_size(1024);  // as tests in one process expect
+    kvikio::defaults::set_ipc_open_cache_size(128);
     OnDevice::TearDown();
   }
 };

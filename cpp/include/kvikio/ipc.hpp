@@ -93,7 +93,9 @@ void forget(void const* ptr);
  * @brief A mapping of a handle's bytes in this process. Copies share it; the last one gone
  * releases it to the open cache, which unmaps it when it is evicted (or at once when stale or
  * when caching is off). A handle of this very process maps nothing: get() is the original
- * pointer.
+ * pointer. Release every region before the process exits (not from a static destructor): the
+ * unmapping needs the CUDA driver and the library's settings, which static destruction tears
+ * down.
  */
 class MappedRegion {
  public:

@@ -74,10 +74,10 @@ Allocation allocation_of(void const* ptr)
                                       CU_POINTER_ATTRIBUTE_BUFFER_ID,
                                       CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
                                       CU_POINTER_ATTRIBUTE_CONTEXT};
-  void* values[]   = {&memory_type, &a.base, &a.size, &a.buffer_id, &a.ordinal, &a.ctx};
-  CUresult const r = cudaAPI::instance().PointerGetAttributes(
-    std::size(attributes), attributes, values, convert_void2deviceptr(ptr));
-  KVIKIO_EXPECT(r == CUDA_SUCCESS && memory_type == CU_MEMORYTYPE_DEVICE,
+  void* values[] = {&memory_type, &a.base, &a.size, &a.buffer_id, &a.ordinal, &a.ctx};
+  KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().PointerGetAttributes(
+    std::size(attributes), attributes, values, convert_void2deviceptr(ptr)));
+  KVIKIO_EXPECT(memory_type == CU_MEMORYTYPE_DEVICE,
                 "kvikio::ipc: " + std::to_string(reinterpret_cast<std::uintptr_t>(ptr)) +
                   " is not device memory of this process",
                 std::invalid_argument);

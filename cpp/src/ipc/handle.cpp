@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstring>
+#include <mutex>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -25,18 +27,24 @@ static_assert(std::is_trivially_copyable_v<IpcHandle> && sizeof(IpcHandle) == Ip
 static_assert(std::is_trivially_copyable_v<IpcEventHandle> &&
               sizeof(IpcEventHandle) == IpcEventHandle::nbytes);
 
-// "8-4-4-4-12" hexadecimal digits into 16 bytes; zeros where unreadable.
+// "8-4-4-4-12" hexadecimal digits into 16 bytes.
 std::array<std::uint8_t, 16> read_boot_id()
 {
-  std::array<std::uint8_t, 16> id{};
   std::ifstream in{"/proc/sys/kernel/random/boot_id"};
   std::string text;
   std::getline(in, text);
-  std::size_t n = 0;
-  for (std::size_t i = 0; i + 1 < text.size() && n < id.size(); ++i) {
-    if (text[i] == '-') { continue; }
-    id[n++] = static_cast<std::uint8_t>(std::stoul(text.substr(i, 2), nullptr, 16));
-    ++i;
+  std::string hex;
+  for (char c : text) {
+    if (std::isxdigit(static_cast<unsigned char>(c)) != 0) { hex += c; }
+  }
+  KVIKIO_EXPECT(hex.size() == 32,
+                "kvikio::ipc: cannot read this process's identity (/proc/sys/kernel/random/boot_id "
+                "reads \"" +
+                  text + "\")",
+                std::runtime_error);
+  std::array<std::uint8_t, 16> id{};
+  for (std::size_t i = 0; i < id.size(); ++i) {
+    id[i] = static_cast<std::uint8_t>(std::stoul(hex.substr(2 * i, 2), nullptr, 16));
   }
   return id;
 }
@@ -47,10 +55,16 @@ std::uint64_t read_start_time()
   std::ifstream in{"/proc/self/stat"};
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto const close = stat.rfind(')');
-  if (close == std::string::npos) { return 0; }
-  std::istringstream fields{stat.substr(close + 2)};  // from field 3
+  std::istringstream fields{close == std::string::npos ? std::string{} : stat.substr(close + 1)};
   std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {}
+  int n = 2;
+  while (n < 22 && fields >> field) {
+    ++n;
+  }
+  KVIKIO_EXPECT(
+    n == 22 && !field.empty() && field.find_first_not_of("0123456789") == std::string::npos,
+    "kvikio::ipc: cannot read this process's start time from /proc/self/stat",
+    std::runtime_error);
   return std::stoull(field);
 }
 
@@ -86,16 +100,21 @@ Handle parse(void const* data, std::size_t size, char const* what)
 
 ProducerId const& ProducerId::self()
 {
-  // Computed per process: a child of fork() is another producer.
-  static thread_local ProducerId id{};
-  static thread_local pid_t computed_for = 0;
-  if (computed_for != ::getpid()) {
-    id.boot_id = read_boot_id();
+  // Once per process; again in a child after fork() (another producer: its pid differs).
+  static std::mutex mutex;
+  static ProducerId id{};
+  std::lock_guard const lock{mutex};
+  if (id.pid != ::getpid()) {
+    ProducerId fresh;
+    fresh.boot_id = read_boot_id();
     struct stat st {};
-    id.pid_namespace = ::stat("/proc/self/ns/pid", &st) == 0 ? st.st_ino : 0;
-    id.pid           = ::getpid();
-    id.start_time    = read_start_time();
-    computed_for     = id.pid;
+    KVIKIO_EXPECT(::stat("/proc/self/ns/pid", &st) == 0,
+                  "kvikio::ipc: cannot read this process's pid namespace (/proc/self/ns/pid)",
+                  std::runtime_error);
+    fresh.pid_namespace = st.st_ino;
+    fresh.start_time    = read_start_time();
+    fresh.pid           = ::getpid();
+    id                  = fresh;
   }
   return id;
 }

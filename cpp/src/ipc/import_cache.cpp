@@ -51,6 +51,7 @@ struct Entry {
   CUdeviceptr mapped{};
   std::size_t users{0};
   bool cached{true};  // false once out of the table (stale, evicted, invalidated): unmap at 0 users
+  bool drop_when_open{false};  // invalidated or cleared while being opened
   std::list<Entry*>::iterator lru;
 };
 
@@ -71,6 +72,8 @@ class ImportCache {
   std::shared_ptr<void> open(IpcHandle const& h, void*& ptr)
   {
     Key const key{h.producer, h.device_uuid, h.alloc_base};
+    // Read before anything is mapped: an invalid setting throws here, not with a mapping made.
+    bound_.store(defaults::ipc_open_cache_size());
     std::vector<std::shared_ptr<Entry>> to_unmap;
     std::unique_lock lock{mutex_};
     while (true) {
@@ -86,6 +89,7 @@ class ImportCache {
         lru_.splice(lru_.begin(), lru_, e->lru);
         ++stats_.hits;
         ptr = reinterpret_cast<void*>(e->mapped + h.offset);
+        lock.unlock();  // the lease's deleter (run if making it throws) takes the lock
         return lease(e);
       }
       if (e->state == Entry::State::opening) {
@@ -131,6 +135,7 @@ class ImportCache {
     lock.lock();
     e->state = Entry::State::ready;
     opened_.notify_all();
+    if (e->drop_when_open) { detach(e, to_unmap); }  // users > 0: unmapped at release
     shrink(to_unmap);
     lock.unlock();
     unmap(to_unmap);
@@ -145,11 +150,13 @@ class ImportCache {
       std::lock_guard const lock{mutex_};
       for (auto it = entries_.begin(); it != entries_.end();) {
         auto const e = (it++)->second;  // detach() erases it
-        if (e->key.producer == producer && e->state == Entry::State::ready &&
-            (!idle_only || e->users == 0)) {
-          ++stats_.evictions;
-          detach(e, to_unmap);
+        if (e->key.producer != producer || (idle_only && e->users > 0)) { continue; }
+        if (e->state == Entry::State::opening) {
+          e->drop_when_open = !idle_only;  // its opener detaches it once mapped
+          continue;
         }
+        ++stats_.evictions;
+        detach(e, to_unmap);
       }
     }
     unmap(to_unmap);
@@ -162,7 +169,11 @@ class ImportCache {
       std::lock_guard const lock{mutex_};
       for (auto it = entries_.begin(); it != entries_.end();) {
         auto const e = (it++)->second;
-        if (e->state == Entry::State::ready) { detach(e, to_unmap); }
+        if (e->state == Entry::State::ready) {
+          detach(e, to_unmap);
+        } else {
+          e->drop_when_open = true;  // its opener detaches it once mapped
+        }
       }
       stats_ = CacheStats{};
     }
@@ -185,13 +196,17 @@ class ImportCache {
 
   void release(std::shared_ptr<Entry> const& e) noexcept
   {
-    std::vector<std::shared_ptr<Entry>> to_unmap;
-    {
-      std::lock_guard const lock{mutex_};
-      if (--e->users == 0 && !e->cached) { to_unmap.push_back(e); }
-      shrink(to_unmap);
+    try {
+      std::vector<std::shared_ptr<Entry>> to_unmap;
+      {
+        std::lock_guard const lock{mutex_};
+        if (--e->users == 0 && !e->cached) { to_unmap.push_back(e); }
+        shrink(to_unmap);
+      }
+      unmap(to_unmap);
+    } catch (std::exception const& ex) {  // out of memory: the mapping stays until clear()
+      KVIKIO_LOG_ERROR("kvikio::ipc: releasing a mapping failed: ", ex.what());
     }
-    unmap(to_unmap);
   }
 
   // Out of the table; unmapped now if idle, else by its last user. Caller holds the mutex.
@@ -206,7 +221,7 @@ class ImportCache {
   // Evicts idle entries, least recently used first, down to the bound. Caller holds the mutex.
   void shrink(std::vector<std::shared_ptr<Entry>>& to_unmap)
   {
-    std::size_t const bound = defaults::ipc_open_cache_size();
+    std::size_t const bound = bound_.load();  // as read by the last open()
     std::vector<std::shared_ptr<Entry>> idle;
     for (auto it = lru_.rbegin(); it != lru_.rend() && entries_.size() - idle.size() > bound;
          ++it) {
@@ -252,6 +267,7 @@ class ImportCache {
   std::list<Entry*> lru_;  // most recently used first
   CacheStats stats_;
   std::atomic<bool> overflow_logged_{false};
+  std::atomic<std::size_t> bound_{128};  // KVIKIO_IPC_OPEN_CACHE_SIZE, read by each open()
 };
 
 ImportCache& import_cache()
