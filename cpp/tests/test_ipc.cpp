@@ -284,9 +284,10 @@ TEST_F(Ipc, TwoProcesses)
     buffers.push_back(std::make_unique<DeviceBuffer>(nbytes));
     filled(*buffers.back(), i);
   }
-  kvikio::test::Stream stream;
-  ipc::InterprocessEvent written;  // recorded after the fills, on the stream
-  KVIKIO_CUDA_DRIVER_TRY(api().EventRecord(written.get(), stream.handle));
+  // From pageable memory a copy may still be in flight when cuMemcpyHtoD returns: the event,
+  // recorded on the same (legacy) stream after the fills, tells the consumer when they landed.
+  ipc::InterprocessEvent written;
+  KVIKIO_CUDA_DRIVER_TRY(api().EventRecord(written.get(), nullptr));
   int to_child[2];
   int from_child[2];
   ASSERT_EQ(::pipe(to_child), 0);
@@ -305,6 +306,7 @@ TEST_F(Ipc, TwoProcesses)
       buffers[2].reset();
       buffers[2] = std::make_unique<DeviceBuffer>(nbytes);
       filled(*buffers[2], realloc_seed);
+      KVIKIO_CUDA_DRIVER_TRY(api().CtxSynchronize());  // landed before the consumer reads it
       send(to_child[1], ipc::export_memory(buffers[2]->get(), nbytes));
       CUcontext popped{};
       KVIKIO_CUDA_DRIVER_TRY(api().CtxPopCurrent(&popped));
