@@ -9,6 +9,8 @@
 #                       CMake package used by cpp/examples/downstream, then the suite again under
 #                       AddressSanitizer+UndefinedBehaviorSanitizer and under ThreadSanitizer,
 #                       then every libFuzzer target of cpp/fuzz for FUZZ_SECONDS (default 60)
+#   ./build.sh soak     ... and run the stress test (cpp/tests/test_stress.cpp) for SOAK_SECONDS
+#                       (default 300) per local backend in the Release, ASan+UBSan and TSan builds
 #   ./build.sh demo     ... and run the demo, cpp/examples/basic_io
 #   ./build.sh clean    remove the build folders
 #
@@ -63,7 +65,12 @@ downstream_check() {
   "$BUILD_ROOT/downstream/downstream"
 }
 
-sanitizer_suites() {
+# The sanitizers' options, for both builds (each runtime reads only its own).
+sanitizer_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:check_initialization_order=1
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/ci/tsan.supp)
+
+sanitizer_builds() {
   local asan="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
   step "AddressSanitizer + UndefinedBehaviorSanitizer build"
   configure_and_build asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="$asan" \
@@ -71,11 +78,14 @@ sanitizer_suites() {
   step "ThreadSanitizer build"
   configure_and_build tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS=-fsanitize=thread \
     -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread
+}
+
+sanitizer_suites() {
+  sanitizer_builds
   step "Suite under AddressSanitizer + UndefinedBehaviorSanitizer"
-  run_suite asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:check_initialization_order=1 \
-    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+  run_suite asan "${sanitizer_env[@]}"
   step "Suite under ThreadSanitizer"
-  run_suite tsan TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/ci/tsan.supp
+  run_suite tsan "${sanitizer_env[@]}"
 }
 
 # Every libFuzzer target (clang, ASan+UBSan) from its seed corpus for FUZZ_SECONDS; a crash, a
@@ -117,6 +127,19 @@ case "$command" in
     sanitizer_suites
     fuzz_targets
     ;;
+  soak)
+    ci/install-deps.sh
+    build_release
+    sanitizer_builds
+    for build in release asan tsan; do
+      for backend in posix io_uring; do
+        step "Soak: $build, $backend, ${SOAK_SECONDS:-300} s"
+        env LD_LIBRARY_PATH="$BUILD_ROOT/$build/cudasim" KVIKIO_LOCAL_IO_BACKEND=$backend \
+          KVIKIO_STRESS_SECONDS="${SOAK_SECONDS:-300}" "${sanitizer_env[@]}" \
+          "$BUILD_ROOT/$build/cpp/tests/test_stress"
+      done
+    done
+    ;;
   demo)
     ci/install-deps.sh
     build_release
@@ -127,7 +150,7 @@ case "$command" in
     rm -rf "$BUILD_ROOT"
     ;;
   *)
-    echo "usage: ./build.sh [build|test|demo|clean]" >&2
+    echo "usage: ./build.sh [build|test|soak|demo|clean]" >&2
     exit 2
     ;;
 esac
