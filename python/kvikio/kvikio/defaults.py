@@ -14,42 +14,17 @@ from kvikio import _lib
 
 _d = _lib.defaults
 
-# name -> (getter, setter); upstream's names, and ours for the settings upstream lacks.
-_SETTINGS = {
-    "compat_mode": (_d.compat_mode, _d.set_compat_mode),
-    "num_threads": (_d.num_threads, _d.set_num_threads),
-    "task_size": (_d.task_size, _d.set_task_size),
-    "gds_threshold": (_d.gds_threshold, _d.set_gds_threshold),
-    "bounce_buffer_size": (_d.bounce_buffer_size, _d.set_bounce_buffer_size),
-    "num_bounce_buffers": (_d.num_bounce_buffers, _d.set_num_bounce_buffers),
-    "http_max_attempts": (_d.http_max_attempts, _d.set_http_max_attempts),
-    "http_timeout": (_d.http_timeout, _d.set_http_timeout),
-    "http_status_codes": (_d.http_status_codes, _d.set_http_status_codes),
-    "auto_direct_io_read": (_d.auto_direct_io_read, _d.set_auto_direct_io_read),
-    "auto_direct_io_read_overread": (
-        _d.auto_direct_io_read_overread,
-        _d.set_auto_direct_io_read_overread,
-    ),
-    "auto_direct_io_write": (_d.auto_direct_io_write, _d.set_auto_direct_io_write),
-    "thread_pool_per_block_device": (
-        _d.thread_pool_per_block_device,
-        _d.set_thread_pool_per_block_device,
-    ),
-    "local_io_backend": (_d.local_io_backend, _d.set_local_io_backend),
-    "remote_backend": (_d.remote_backend, _d.set_remote_backend),
-    "remote_max_connections": (_d.remote_max_connections, _d.set_remote_max_connections),
-    "remote_io_num_reactors": (_d.remote_io_num_reactors, _d.set_remote_io_num_reactors),
-    "remote_io_max_concurrent_requests": (
-        _d.remote_io_max_concurrent_requests,
-        _d.set_remote_io_max_concurrent_requests,
-    ),
-    "event_pool_max_per_context": (
-        _d.event_pool_max_per_context,
-        _d.set_event_pool_max_per_context,
-    ),
-    "ipc_export_cache_size": (_d.ipc_export_cache_size, _d.set_ipc_export_cache_size),
-    "ipc_open_cache_size": (_d.ipc_open_cache_size, _d.set_ipc_open_cache_size),
-}
+# Upstream's names, and ours for the settings upstream lacks; each has a getter `name` and a
+# setter `set_name` in kvikio._lib.defaults.
+_NAMES = (
+    "compat_mode", "num_threads", "task_size", "gds_threshold", "bounce_buffer_size",
+    "num_bounce_buffers", "http_max_attempts", "http_timeout", "http_status_codes",
+    "auto_direct_io_read", "auto_direct_io_read_overread", "auto_direct_io_write",
+    "thread_pool_per_block_device", "local_io_backend", "remote_backend",
+    "remote_max_connections", "remote_io_num_reactors", "remote_io_max_concurrent_requests",
+    "event_pool_max_per_context", "ipc_export_cache_size", "ipc_open_cache_size",
+)
+_SETTINGS = {name: (getattr(_d, name), getattr(_d, "set_" + name)) for name in _NAMES}
 
 
 def _setting(name: str):
