@@ -30,10 +30,7 @@ fi
 if ! command -v s3rver >/dev/null; then exclude+="|S3rver"; fi
 echo "ctest excludes: $exclude" | tee "$OUT/excluded.txt"
 # The python label: the extension built here is for this machine's /usr/bin/python3; PY=1 below
-# builds the package there with pip instead. The stress test leaves out stream-ordered reads
-# by default: mixed with other device I/O they deadlock on a GPU (docs/design.md,
-# stream-ordered I/O, Known limits); STRESS_SKIP= (empty) runs them, to reproduce it.
-if [[ -n ${STRESS_SKIP+x} ]]; then export KVIKIO_STRESS_SKIP=$STRESS_SKIP; fi
+# builds the package there with pip instead.
 if [[ ${TESTS:-1} == 1 ]]; then
   timeout 400 ctest --test-dir build/release -j 8 --output-on-failure --timeout 120 \
     -LE "device-jitter|python" -E "$exclude" >"$OUT/ctest.log" 2>&1 || status=1

@@ -468,6 +468,36 @@ TEST_F(OnDevice, StreamMemoryOperations)
   EXPECT_EQ(w[1].load(), 42U);
 }
 
+// With CUDASIM_HW_QUEUES=1 (its ctest entry) every stream shares one hardware queue: a stream
+// waiting for a value holds up another stream's work enqueued after the wait, until the value
+// comes. Skipped elsewhere: on a GPU which streams share a queue is the driver's choice.
+TEST_F(OnDevice, WaitHoldsUpTheOtherStreamsOfItsHardwareQueue)
+{
+  char const* queues = std::getenv("CUDASIM_HW_QUEUES");
+  if (queues == nullptr || std::string{queues} != "1") {
+    GTEST_SKIP() << "runs with CUDASIM_HW_QUEUES=1 (ctest)";
+  }
+  PinnedBuffer words{12};
+  auto* w = reinterpret_cast<std::atomic<std::uint32_t>*>(words.ptr);
+  for (int i = 0; i < 3; ++i) {
+    w[i].store(0);
+  }
+  Stream waiting, other, before;
+  auto const addr = reinterpret_cast<CUdeviceptr>(words.ptr);
+  KVIKIO_CUDA_DRIVER_TRY(api().StreamWriteValue32(before.handle, addr + 8, 5, 0));
+  KVIKIO_CUDA_DRIVER_TRY(api().StreamSynchronize(before.handle));  // enqueued before: runs
+  KVIKIO_CUDA_DRIVER_TRY(
+    api().StreamWaitValue32(waiting.handle, addr, 1, CU_STREAM_WAIT_VALUE_GEQ));
+  KVIKIO_CUDA_DRIVER_TRY(api().StreamWriteValue32(other.handle, addr + 4, 42, 0));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(api().StreamQuery(other.handle), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(w[1].load(), 0U) << "work behind a waiting stream in its queue ran";
+  w[0].store(1);
+  KVIKIO_CUDA_DRIVER_TRY(api().StreamSynchronize(other.handle));
+  EXPECT_EQ(w[1].load(), 42U);
+  EXPECT_EQ(w[2].load(), 5U);
+}
+
 TEST_F(OnDevice, ElapsedTime)
 {
   Stream stream;

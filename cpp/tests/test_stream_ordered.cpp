@@ -29,6 +29,7 @@
 #include <kvikio/utils.hpp>
 
 #include "common/busy_pool.hpp"
+#include "common/busy_stream_workers.hpp"
 #include "common/device.hpp"
 #include "common/temp_dir.hpp"
 
@@ -181,12 +182,12 @@ TEST_P(StreamOrdered, BackToBackReadsOnOneStream)
   }
 }
 
-// The only pool thread is busy for a while after the call: the stream must wait for the data
-// to be read into the staging slots before it copies them.
+// The only stream-ordered worker is busy for a while after the call: the stream must wait for
+// the data to be read into the staging slots before it copies them.
 TEST_P(StreamOrdered, CopiesWaitForTheData)
 {
   kvikio::defaults::set_thread_pool_nthreads(1);
-  kvikio::test::BusyPool busy;
+  kvikio::test::BusyStreamWorkers busy{1};
   kvikio::test::DeviceBuffer dev{content_.size()};
   kvikio::test::Stream stream;
   FileHandle f{path_, "r"};
@@ -197,6 +198,32 @@ TEST_P(StreamOrdered, CopiesWaitForTheData)
   std::vector<std::uint8_t> back(content_.size());
   KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
   EXPECT_EQ(back, content_) << "the stream copied staging slots before they were filled";
+}
+
+// Every thread of the global pool is busy (one, waiting) while a stream-ordered read and write
+// run: their host part is not the pool's, so they complete. When it was, the H100 hung: device
+// pread tasks held the pool's threads waiting for copies that a stream waiting for a read (queued
+// behind them) held up, as streams share hardware queues.
+TEST_P(StreamOrdered, NoFreePoolThreadIsNeeded)
+{
+  kvikio::defaults::set_thread_pool_nthreads(1);
+  kvikio::test::BusyPool busy;
+  kvikio::test::DeviceBuffer dev{content_.size()};
+  kvikio::test::Stream stream;
+  std::string const copy = dir_.file("copy");
+  auto done              = std::async(std::launch::async, [&] {
+    kvikio::PushAndPopContext const context{ctx_};
+    FileHandle in{path_, "r"};
+    FileHandle out{copy, "w"};
+    auto read    = in.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
+    auto written = out.write_async(dev.get(), content_.size(), 0, 0, stream.handle);
+    return read.check_bytes_done() + written.check_bytes_done();
+  });
+  bool const finished    = done.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  busy.release();
+  ASSERT_TRUE(finished) << "stream-ordered I/O waited for a thread of the global pool";
+  EXPECT_EQ(done.get(), 2 * content_.size());
+  EXPECT_EQ(kvikio::test::read_file(copy), content_);
 }
 
 // Staging smaller than k pages (fewer, page-sized slots, reused many times). The staging is
@@ -345,12 +372,12 @@ TEST_P(StreamOrdered, MoreChunksThanTheStreamHolds)
   EXPECT_EQ(0, std::memcmp(back.data(), content_.data() + 1, size));
 }
 
-// The file shrinks between the call and the tasks (the only pool thread is busy until then):
-// the tasks' short reads fail the operation, the future says so, the stream is released.
+// The file shrinks between the call and its reads (the only stream-ordered worker is busy until
+// then): the short reads fail the operation, the future says so, the stream is released.
 TEST_P(StreamOrdered, FailedTaskIsReportedAndReleasesTheStream)
 {
   kvikio::defaults::set_thread_pool_nthreads(1);
-  kvikio::test::BusyPool busy;
+  kvikio::test::BusyStreamWorkers busy{1};
   kvikio::test::DeviceBuffer dev{content_.size()};
   kvikio::test::Stream stream;
   FileHandle f{path_, "r"};

@@ -450,8 +450,8 @@ void FileHandle::async_transfer(Direction dir,
                             stream));
     return;
   }
-  // Stream-ordered on the thread pool. The arguments are read now, when the tasks are planned
-  // (cuFile reads them when the stream gets there); *bytes_p is written when they end.
+  // Stream-ordered, on as many workers as the pool has threads. The arguments are read now, at
+  // planning (cuFile reads them when the stream gets there); *bytes_p is written at the end.
   std::size_t const size   = *size_p;
   auto const file_offset   = static_cast<std::size_t>(*file_offset_p);
   auto const devPtr_offset = static_cast<std::size_t>(*devPtr_offset_p);
@@ -475,7 +475,7 @@ void FileHandle::async_transfer(Direction dir,
     [this, dir, direct](void* host, std::size_t n, std::size_t offset) {
       return host_transfer(dir, static_cast<std::byte*>(host), n, offset, direct);
     },
-    *pool,
+    pool->get_thread_count(),
     detail::report_stream_ordered(bytes_p, std::move(error), what));
 }
 

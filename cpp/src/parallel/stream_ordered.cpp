@@ -9,12 +9,14 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/posix_io.hpp>
+#include <kvikio/detail/stream_workers.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
@@ -131,8 +133,8 @@ struct Group {
   std::atomic<std::size_t> pieces_left;
 };
 
-/// What the tasks of one operation share.
-struct Operation {
+/// One operation's host part, run by the stream-ordered workers piece by piece.
+struct Operation final : ReadyPieces {
   std::shared_ptr<StagingRing> ring;
   bool to_device{};
   StreamOrderedHostIo host_io;
@@ -144,26 +146,48 @@ struct Operation {
   std::size_t pieces_per_group{};
   std::size_t num_pieces{};
   std::atomic<std::size_t> next_piece{0};
+  std::atomic<std::size_t> pieces_left{0};
   std::atomic<bool> failed{false};  // a piece failed or enqueuing did: the rest skip their I/O
 
   std::mutex mutex;
-  std::size_t tasks_left{};
   std::size_t bytes{0};
   std::exception_ptr error;
 
-  /// One piece: wait for the slot, move the bytes, count the slot's host part done.
-  void run_piece(std::size_t p) noexcept
+  /// Whether the GPU has done what piece `p` needs: a read's slot is free (its previous use is
+  /// complete), a write's bytes are in the slot. A failed operation waits too: counters only
+  /// grow, so a slot's use is never counted done before the one before it.
+  [[nodiscard]] bool ready(std::size_t p) const noexcept
+  {
+    auto const& group = groups[p / pieces_per_group];
+    auto const& slot  = *group.slot;
+    if (to_device) {
+      return reached(slot.stream_done.load(), group.generation - 1) &&
+             reached(slot.host_done.load(), group.generation - 1);
+    }
+    return reached(slot.stream_done.load(), group.generation);
+  }
+
+  std::optional<std::size_t> claim_ready() noexcept override
+  {
+    std::size_t p = next_piece.load(std::memory_order_relaxed);
+    while (p < num_pieces && ready(p)) {
+      if (next_piece.compare_exchange_weak(p, p + 1, std::memory_order_relaxed)) { return p; }
+    }
+    return std::nullopt;
+  }
+
+  [[nodiscard]] bool all_claimed() const noexcept override
+  {
+    return next_piece.load(std::memory_order_relaxed) >= num_pieces;
+  }
+
+  /// One piece: move the bytes, count the slot's host part done; the last piece reports.
+  void run(std::size_t p) noexcept override
   {
     auto& group            = groups[p / pieces_per_group];
     std::size_t const skip = (p % pieces_per_group) * piece_size;
     std::size_t const n    = std::min(piece_size, group.size - skip);
     auto& slot             = *group.slot;
-    if (to_device) {  // the previous use of the slot is complete
-      slot.stream_done.wait_for(group.generation - 1);
-      slot.host_done.wait_for(group.generation - 1);
-    } else {  // the stream has copied this use's bytes in
-      slot.stream_done.wait_for(group.generation);
-    }
     if (!failed.load(std::memory_order_acquire)) {
       try {
         std::size_t const moved =
@@ -184,30 +208,18 @@ struct Operation {
     if (group.pieces_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       slot.host_done.store(group.generation);
     }
+    if (pieces_left.fetch_sub(1, std::memory_order_acq_rel) == 1) { report(); }
   }
 
-  /// A task claims pieces in order until none is left; the last task to end reports.
-  void run_task() noexcept
+  /// After the last piece: the result to the caller, then the stream's last wait released.
+  void report() noexcept
   {
-    for (std::size_t p; (p = next_piece.fetch_add(1, std::memory_order_relaxed)) < num_pieces;) {
-      run_piece(p);
-    }
-    task_ended();
-  }
-
-  /// Counts a task ended (or one that could not be submitted); the last one reports.
-  void task_ended() noexcept
-  {
-    {
-      std::lock_guard const lock{mutex};
-      if (--tasks_left > 0) { return; }
-    }
     try {
       on_done(error ? -1 : static_cast<ssize_t>(bytes), error);
     } catch (std::exception const& e) {
       KVIKIO_LOG_ERROR("stream-ordered I/O: reporting the result failed: ", e.what());
     }
-    ring->end_operation(number);  // the stream's last wait of the operation
+    ring->end_operation(number);
   }
 
   /// The stream's part: reads wait for a slot's bytes, copy, count the copy done; writes wait
@@ -285,7 +297,7 @@ void run_stream_ordered(CUstream stream,
                         std::size_t file_offset,
                         std::size_t piece_size,
                         StreamOrderedHostIo host_io,
-                        ThreadPool& pool,
+                        std::size_t threads,
                         std::function<void(ssize_t bytes, std::exception_ptr error)> on_done)
 {
   KVIKIO_EXPECT(
@@ -297,7 +309,6 @@ void run_stream_ordered(CUstream stream,
   // The stream's ring: the pinned budget of device pread (threads x bounce buffer size), in k
   // slots. Big slots mean few driver operations per call; k of them keep reads and copies
   // overlapped.
-  std::size_t const threads   = pool.get_thread_count();
   std::size_t const page      = page_size();
   std::size_t const k         = defaults::num_bounce_buffers();
   std::size_t const budget    = threads * defaults::bounce_buffer_size();
@@ -325,7 +336,7 @@ void run_stream_ordered(CUstream stream,
   std::size_t const last_size = size - (op->num_groups - 1) * staged;
   op->num_pieces =
     (op->num_groups - 1) * op->pieces_per_group + (last_size + op->piece_size - 1) / op->piece_size;
-  op->tasks_left = std::min(threads, op->num_pieces);
+  op->pieces_left.store(op->num_pieces, std::memory_order_relaxed);
 
   op->number = ring.begin_operation();
   for (std::size_t i = 0; i < op->num_groups; ++i) {
@@ -341,27 +352,18 @@ void run_stream_ordered(CUstream stream,
     slot.last_use_was_write = !to_device;
   }
 
-  // The tasks start before the stream's side is enqueued: enqueuing blocks once the stream
-  // holds about 1000 pending operations, until it has run some, which may need these tasks.
-  // A task that cannot be submitted leaves its pieces to the others.
-  std::size_t const planned = op->tasks_left;
-  for (std::size_t t = 0; t < planned; ++t) {
-    try {
-      (void)pool.submit_task([op]() noexcept { op->run_task(); });
-    } catch (...) {
-      if (t == 0) {  // no task at all: the operation never began
-        for (std::size_t i = 0; i < op->num_groups; ++i) {
-          auto& slot = *op->groups[i].slot;
-          slot.host_done.store(slot.generation);
-          slot.stream_done.store(slot.generation);
-        }
-        ring.end_operation(op->number);
-        throw;
-      }
-      for (; t < planned; ++t) {
-        op->task_ended();  // the submitted tasks claim every piece
-      }
+  // The workers get the pieces before the stream's side is enqueued: enqueuing blocks once the
+  // stream holds about 1000 pending operations, until it has run some, which may need them.
+  try {
+    run_when_ready(op, threads);
+  } catch (...) {  // the operation never began: its uses count as done
+    for (std::size_t i = 0; i < op->num_groups; ++i) {
+      auto& slot = *op->groups[i].slot;
+      slot.host_done.store(slot.generation);
+      slot.stream_done.store(slot.generation);
     }
+    ring.end_operation(op->number);
+    throw;
   }
 
   StreamWaitKind kind = chosen_kind();

@@ -194,7 +194,7 @@ StreamFuture RemoteHandle::read_async(void* devPtr,
     file_offset,
     defaults::task_size(),
     [this](void* host, std::size_t n, std::size_t offset) { return read(host, n, offset); },
-    defaults::thread_pool(),
+    defaults::thread_pool().get_thread_count(),
     detail::report_stream_ordered(bytes_p, future.error_, "RemoteHandle::read_async"));
   return future;
 }

@@ -131,7 +131,11 @@ Simulator::Simulator()
   knobs_.max_pending = knob_number("CUDASIM_MAX_PENDING", 1024, 1'000'000'000);
   knobs_.jitter_us   = static_cast<unsigned>(knob_number("CUDASIM_JITTER_US", 0, 10'000'000));
   knobs_.seed        = knob_number("CUDASIM_SEED", 1, UINT64_MAX);
-  knobs_.fail_rules  = parse_fail_rules();
+  knobs_.hw_queues   = knob_number("CUDASIM_HW_QUEUES", 0, 1024);
+  for (std::size_t i = 0; i < knobs_.hw_queues; ++i) {
+    hw_queues.push_back(std::make_unique<HardwareQueue>());
+  }
+  knobs_.fail_rules = parse_fail_rules();
   primary.assign(static_cast<std::size_t>(knobs_.devices), nullptr);
 }
 

@@ -21,6 +21,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <cuda.h>
@@ -78,8 +79,19 @@ struct CUctx_st {
   std::set<CUstream_st*> streams;       // every stream of this context, legacy included
 };
 
+namespace cudasim {
+/// A hardware queue that several streams share: their operations run one at a time, in the
+/// order they were enqueued, so an operation that waits holds up the other streams' work behind
+/// it (the false dependencies of a GPU's limited connections, CUDA_DEVICE_MAX_CONNECTIONS).
+struct HardwareQueue {
+  std::mutex mutex;
+  std::deque<std::pair<CUstream_st const*, std::uint64_t>> tickets;  // (stream, seq) in order
+};
+}  // namespace cudasim
+
 struct CUstream_st {
   CUctx_st* ctx;
+  cudasim::HardwareQueue* hw_queue{nullptr};  // null: the stream has a queue of its own
   bool legacy;
   bool nonblocking;
   std::shared_ptr<cudasim::Progress> progress{std::make_shared<cudasim::Progress>()};
@@ -125,6 +137,7 @@ struct Knobs {
   std::size_t max_pending{1024};  // operations a stream holds before enqueuing waits
   unsigned jitter_us{0};
   std::uint64_t seed{1};
+  std::size_t hw_queues{0};  // hardware queues the streams share; 0: each stream its own
   struct FailRule {
     std::string entry;  // unversioned name, e.g. cuMemAlloc
     std::uint64_t nth;  // 1-based call number
@@ -155,7 +168,8 @@ class Simulator {
   std::set<CUstream_st*> streams;
   std::set<CUstream_st*> draining_streams;  // destroyed, still finishing their work
   std::set<CUevent_st*> events;
-  std::map<std::uintptr_t, Allocation> allocations;  // by base address
+  std::map<std::uintptr_t, Allocation> allocations;       // by base address
+  std::vector<std::unique_ptr<HardwareQueue>> hw_queues;  // CUDASIM_HW_QUEUES of them
   std::uint64_t next_buffer_id{1};
 
   static std::vector<CUctx_st*>& context_stack();

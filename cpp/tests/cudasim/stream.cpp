@@ -3,7 +3,10 @@
  *
  * Streams are FIFO queues, each run by its own worker thread, so an operation completes some
  * time after it is enqueued, as on a GPU. Dependencies (events, the legacy default stream's
- * implicit ordering) are waits on progress counters checked before an operation runs.
+ * implicit ordering) are waits on progress counters checked before an operation runs. With
+ * CUDASIM_HW_QUEUES, streams share that many hardware queues (round robin, as a GPU maps streams
+ * onto its connections): an operation runs only once it is the oldest of its queue, so a stream
+ * that waits holds up the work of the other streams behind it.
  */
 #include <chrono>
 #include <map>
@@ -26,6 +29,14 @@ void run_worker(CUstream_st* stream)
       if (stream->queue.empty()) { break; }
       op = &stream->queue.front();  // deque references survive push_back
     }
+    auto* const hw = stream->hw_queue;
+    if (hw != nullptr) {
+      std::pair<CUstream_st const*, std::uint64_t> const ticket{stream, op->seq};
+      sim.wait_until([hw, &ticket] {
+        std::lock_guard const lock{hw->mutex};
+        return !hw->tickets.empty() && hw->tickets.front() == ticket;
+      });
+    }
     for (auto const& wait : op->waits) {
       sim.wait_until(
         [&wait] { return wait.counter->load(std::memory_order_acquire) >= wait.target; });
@@ -45,6 +56,10 @@ void run_worker(CUstream_st* stream)
       stream->queue.pop_front();
     }
     stream->progress->value.store(seq, std::memory_order_release);
+    if (hw != nullptr) {
+      std::lock_guard const lock{hw->mutex};
+      hw->tickets.pop_front();
+    }
     if (after) { after(); }
     sim.notify_progress();
   }
@@ -69,6 +84,9 @@ CUstream_st* create_stream(CUctx_st* ctx, bool legacy, bool nonblocking)
   stream->legacy      = legacy;
   stream->nonblocking = nonblocking;
   stream->rng.seed(sim.knobs().seed * 0x9E3779B97F4A7C15ULL + ++stream_counter);
+  if (!sim.hw_queues.empty()) {
+    stream->hw_queue = sim.hw_queues[stream_counter % sim.hw_queues.size()].get();
+  }
   stream->worker = std::thread{run_worker, stream};
   ctx->streams.insert(stream);
   sim.streams.insert(stream);
@@ -139,6 +157,10 @@ std::uint64_t enqueue(CUstream_st* stream, Operation op)
     seq    = ++stream->enqueued;
     op.seq = seq;
     stream->queue.push_back(std::move(op));
+  }
+  if (stream->hw_queue != nullptr) {
+    std::lock_guard const lock{stream->hw_queue->mutex};
+    stream->hw_queue->tickets.emplace_back(stream, seq);
   }
   stream->cv.notify_one();
   return seq;

@@ -14,8 +14,6 @@
 
 #include <cuda.h>
 
-#include <kvikio/threadpool_wrapper.hpp>
-
 namespace kvikio::detail {
 
 /// @brief How the caller's stream waits for the host side of a stream-ordered operation.
@@ -35,19 +33,20 @@ using StreamOrderedHostIo =
  * @brief Moves `size` bytes between `device` and a file (or remote object) at `file_offset`,
  * in the order of `stream`, without blocking the caller.
  *
- * Staging is the stream's own ring of pinned slots (threads x KVIKIO_BOUNCE_BUFFER_SIZE split
+ * Staging is the stream's own ring of pinned slots (`threads` x KVIKIO_BOUNCE_BUFFER_SIZE split
  * into KVIKIO_NUM_BOUNCE_BUFFERS slots), kept between calls. Every device copy is enqueued on
  * `stream` itself, at the call, between waits for counters in pinned memory: for a read, a
- * slot's copy waits until pool tasks have read its bytes into it; for a write, the tasks wait
- * (on the host) until the stream has copied a slot's bytes in, write them, and count the slot
- * free. The stream thus orders the bytes after its earlier work and before its later work, and
- * waits on the GPU for nothing but the host (never for another stream: a stream blocked on a
- * wait can hold up other streams that share its hardware queue). A call costs three driver
- * operations per slot it fills and one more, and one pool task per thread it can use: pieces
- * of `piece_size` are claimed in order by those tasks.
+ * slot's copy waits until the host has read its bytes into it; for a write, the host writes a
+ * slot's bytes out once the stream has copied them in, and counts the slot free. The stream thus
+ * orders the bytes after its earlier work and before its later work, and waits on the GPU for
+ * nothing but the host (never for another stream: a stream blocked on a wait can hold up other
+ * streams that share its hardware queue). The host part runs on the stream-ordered workers (at
+ * least `threads` of them, not the global thread pool's), in pieces of `piece_size` claimed in
+ * order, each only once the GPU has done what it needs, so that no worker ever waits for a
+ * stream. A call costs about two driver operations per slot it fills and one more.
  *
  * The stream's last wait of the operation is for its end: by then `on_done(bytes, error)` has
- * run (on a pool thread): `error` is the first failure (`bytes` is then -1). A failing task
+ * run (on a worker): `error` is the first failure (`bytes` is then -1). A failing task
  * still releases every wait, so the stream never hangs; what it copies then is unspecified, but
  * only within the range.
  *
@@ -61,7 +60,7 @@ void run_stream_ordered(CUstream stream,
                         std::size_t file_offset,
                         std::size_t piece_size,
                         StreamOrderedHostIo host_io,
-                        ThreadPool& pool,
+                        std::size_t threads,
                         std::function<void(ssize_t bytes, std::exception_ptr error)> on_done);
 
 /**

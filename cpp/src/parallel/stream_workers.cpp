@@ -1,0 +1,127 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <kvikio/detail/stream_workers.hpp>
+
+#include <pthread.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <list>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+namespace kvikio::detail {
+namespace {
+
+class StreamWorkers {
+ public:
+  /// The process's workers; a child of fork() starts with none (and with no work).
+  static StreamWorkers& instance()
+  {
+    static bool const registered = [] {
+      ::pthread_atfork(nullptr, nullptr, [] { current() = new StreamWorkers(); });
+      return true;
+    }();
+    (void)registered;
+    return *current();
+  }
+
+  void add(std::shared_ptr<ReadyPieces> work, std::size_t threads)
+  {
+    {
+      std::lock_guard const lock{mutex_};
+      for (; workers_ < threads; ++workers_) {
+        std::thread{[this] { loop(); }}.detach();
+      }
+      work_.push_back(std::move(work));
+    }
+    cv_.notify_all();
+  }
+
+  std::size_t count()
+  {
+    std::lock_guard const lock{mutex_};
+    return workers_;
+  }
+
+ private:
+  // Never deleted: detached workers use it until the process ends (a forked child leaks its
+  // parent's copy, whose mutex may have been held at the fork).
+  static StreamWorkers*& current()
+  {
+    static StreamWorkers* workers = new StreamWorkers();
+    return workers;
+  }
+
+  struct Claim {
+    std::shared_ptr<ReadyPieces> work;
+    std::size_t piece;
+  };
+
+  /// A ready piece of the oldest work that has one (under mutex_); drops fully claimed work.
+  std::optional<Claim> claim_locked()
+  {
+    for (auto it = work_.begin(); it != work_.end();) {
+      auto const piece = (*it)->claim_ready();
+      if (piece.has_value()) { return Claim{*it, *piece}; }
+      it = (*it)->all_claimed() ? work_.erase(it) : std::next(it);
+    }
+    return std::nullopt;
+  }
+
+  void loop()
+  {
+    std::unique_lock lock{mutex_};
+    bool polling      = false;  // this worker is the one polling for the GPU
+    unsigned attempts = 0;
+    auto stop_polling = [&] {
+      if (polling) { polling = polling_ = false; }
+      attempts = 0;
+    };
+    while (true) {
+      if (auto claim = claim_locked()) {
+        stop_polling();
+        bool const more = !work_.empty();
+        lock.unlock();
+        if (more) { cv_.notify_one(); }  // another worker may run the next piece, or poll
+        claim->work->run(claim->piece);
+        claim.reset();
+        lock.lock();
+        continue;
+      }
+      if (work_.empty() || (polling_ && !polling)) {
+        stop_polling();
+        cv_.wait(lock);
+        continue;
+      }
+      // Work waits for the GPU, which tells nobody when it is done: poll.
+      polling = polling_ = true;
+      lock.unlock();
+      if (attempts++ < 1000) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::list<std::shared_ptr<ReadyPieces>> work_;  // oldest first
+  std::size_t workers_{0};
+  bool polling_{false};  // a worker polls
+};
+
+}  // namespace
+
+void run_when_ready(std::shared_ptr<ReadyPieces> work, std::size_t threads)
+{
+  StreamWorkers::instance().add(std::move(work), threads);
+}
+
+std::size_t stream_worker_count() noexcept { return StreamWorkers::instance().count(); }
+
+}  // namespace kvikio::detail
