@@ -21,7 +21,8 @@ cd /work/main
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
 status=0
 rm -f build/release/cudasim/libcuda.so*
-exclude="injected_failure"
+# Simulator-only entries (failure injection, shared hardware queues) need the simulator.
+exclude="injected_failure|shared_hardware_queue"
 if [[ -d $root/.device-run/pylib ]]; then
   export PYTHONPATH=$root/.device-run/pylib
 else
