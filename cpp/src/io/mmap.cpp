@@ -153,6 +153,16 @@ std::size_t MmapHandle::checked_size(std::optional<std::size_t> size,
 
 void MmapHandle::copy_out(std::byte* dst, std::size_t size, std::size_t offset, bool device) const
 {
+  // Mapped pages past the file's end fault (SIGBUS) when touched: a file shrunk since it was
+  // mapped is an error here, just before the copy (one that shrinks during the copy still
+  // faults: docs/design.md).
+  struct stat st {};
+  KVIKIO_SYSCALL_CHECK(::fstat(fd_, &st), "fstat(\"" + path_ + "\")");
+  KVIKIO_EXPECT(offset + size <= static_cast<std::size_t>(st.st_size),
+                "MmapHandle: " + path_ + " shrank to " + std::to_string(st.st_size) +
+                  " bytes since it was mapped; " + std::to_string(size) + " bytes at offset " +
+                  std::to_string(offset) + " are past its end",
+                std::out_of_range);
   auto const* src = static_cast<std::byte const*>(mapping_) + page_shift_ + (offset - map_offset_);
   if (!device) {
     std::memcpy(dst, src, size);

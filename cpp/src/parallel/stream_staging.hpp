@@ -42,8 +42,17 @@ class Counter {
   {
     return host_->load(std::memory_order_acquire);
   }
-  /// @brief Sets the value (from the host); values only ever grow.
-  void store(std::uint32_t value) const noexcept { host_->store(value, std::memory_order_release); }
+  /**
+   * @brief Raises the value to `value` (from the host); a lower one is ignored, so that values
+   * only ever grow, whatever order the uses of a slot end in (they can end out of order after a
+   * failure: the stream's part of every use is then taken as done at once).
+   */
+  void store(std::uint32_t value) const noexcept
+  {
+    std::uint32_t current = host_->load(std::memory_order_relaxed);
+    while (!reached(current, value) &&
+           !host_->compare_exchange_weak(current, value, std::memory_order_release)) {}
+  }
   /// @brief Waits on the host until the value has reached `target`: spins briefly, then sleeps.
   void wait_for(std::uint32_t target) const noexcept;
   [[nodiscard]] CUdeviceptr device() const noexcept { return device_; }

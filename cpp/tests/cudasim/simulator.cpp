@@ -3,6 +3,7 @@
  */
 #include "simulator.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -59,8 +60,10 @@ std::uint64_t knob_number(char const* variable, std::uint64_t fallback, std::uin
   return v;
 }
 
+}  // namespace
+
 // "cuMemAlloc_v2" and "cuMemAlloc" name the same entry point.
-std::string unversioned(std::string name)
+std::string unversioned_name(std::string name)
 {
   auto const v = name.rfind("_v");
   if (v != std::string::npos && v + 2 < name.size() &&
@@ -69,6 +72,8 @@ std::string unversioned(std::string name)
   }
   return name;
 }
+
+namespace {
 
 std::vector<Knobs::FailRule> parse_fail_rules()
 {
@@ -87,7 +92,7 @@ std::vector<Knobs::FailRule> parse_fail_rules()
       bad_knob("CUDASIM_FAIL", text, "<entry point>:<nth call>:<CUresult name>[;...]");
     }
     Knobs::FailRule r;
-    r.entry        = unversioned(rule.substr(0, c1));
+    r.entry        = unversioned_name(rule.substr(0, c1));
     auto const nth = rule.substr(c1 + 1, c2 - c1 - 1);
     char* end      = nullptr;
     r.nth          = std::strtoull(nth.c_str(), &end, 10);
@@ -153,7 +158,7 @@ CUresult Simulator::enter(char const* entry, bool needs_init)
       entry, "a CUDA call inside a host function (cuLaunchHostFunc)", CUDA_ERROR_NOT_PERMITTED);
   }
   if (!knobs_.fail_rules.empty()) {
-    std::string const name = unversioned(entry);
+    std::string const name = unversioned_name(entry);
     std::uint64_t count    = 0;
     for (auto const& rule : knobs_.fail_rules) {
       if (rule.entry != name) { continue; }
@@ -169,6 +174,16 @@ CUresult Simulator::enter(char const* entry, bool needs_init)
                      name.c_str());
         return rule.result;
       }
+    }
+  }
+  if (tracing.load(std::memory_order_relaxed) || armed.load(std::memory_order_relaxed)) {
+    std::string const name = unversioned_name(entry);
+    std::lock_guard const lock{counts_mutex_};
+    if (tracing.load()) { ++traced[name]; }
+    if (armed.load() && name == armed_entry && --armed_left == 0) {
+      armed = false;
+      std::fprintf(stderr, "[cudasim] injected %s into %s\n", result_name(armed_result), entry);
+      return armed_result;
     }
   }
   if (needs_init && !initialized()) { return CUDA_ERROR_NOT_INITIALIZED; }
@@ -244,3 +259,50 @@ void dma_set(void* dst, unsigned char value, std::size_t nbytes)
 }
 
 }  // namespace cudasim
+
+// For tests (dlsym), at run time where CUDASIM_FAIL is fixed at load.
+
+/// Starts (on != 0: from zero) or stops counting the calls of every entry point.
+extern "C" void cudasim_trace_calls(int on)
+{
+  auto& sim = cudasim::Simulator::get();
+  std::lock_guard const lock{sim.counts_mutex()};
+  if (on != 0) { sim.traced.clear(); }
+  sim.tracing = on != 0;
+}
+
+/// The calls counted, as "name count" lines (names without version suffixes), into `out` (at
+/// most `capacity` bytes with the terminating zero); returns the length the whole text needs.
+extern "C" std::size_t cudasim_traced_calls(char* out, std::size_t capacity)
+{
+  auto& sim = cudasim::Simulator::get();
+  std::string text;
+  {
+    std::lock_guard const lock{sim.counts_mutex()};
+    for (auto const& [name, count] : sim.traced) {
+      text += name + " " + std::to_string(count) + "\n";
+    }
+  }
+  if (capacity > 0) {
+    std::size_t const n = std::min(text.size(), capacity - 1);
+    std::memcpy(out, text.data(), n);
+    out[n] = '\0';
+  }
+  return text.size();
+}
+
+/// Arms one failure: the `nth` call of `entry` from now returns `result` (a null `entry`
+/// disarms). Returns whether an armed failure was still pending (it is replaced).
+extern "C" int cudasim_fail_call(char const* entry, unsigned long long nth, int result)
+{
+  auto& sim = cudasim::Simulator::get();
+  std::lock_guard const lock{sim.counts_mutex()};
+  int const pending = sim.armed.load() ? 1 : 0;
+  sim.armed         = entry != nullptr && nth > 0;
+  if (sim.armed) {
+    sim.armed_entry  = cudasim::unversioned_name(entry);
+    sim.armed_left   = nth;
+    sim.armed_result = static_cast<CUresult>(result);
+  }
+  return pending;
+}

@@ -188,12 +188,26 @@ class Simulator {
   std::atomic<bool> initialized_{false};
   std::mutex counts_mutex_;
   std::map<std::string, std::uint64_t> call_counts_;
+
+ public:
+  // Set by tests at run time (cudasim_trace_calls, cudasim_fail_call): the calls of each entry
+  // point since tracing began, and one armed failure.
+  std::atomic<bool> tracing{false};
+  std::map<std::string, std::uint64_t> traced;  // under counts_mutex()
+  std::atomic<bool> armed{false};
+  std::string armed_entry;     // under counts_mutex()
+  std::uint64_t armed_left{};  // calls to go, the failing one included
+  CUresult armed_result{};
+  std::mutex& counts_mutex() { return counts_mutex_; }
   std::mutex progress_mutex_;
   std::condition_variable progress_cv_;
 };
 
 /// True while a stream worker runs a host function (cuLaunchHostFunc) on this thread.
 bool& in_host_function();
+
+/// An entry point's name without its version suffix ("cuMemAlloc_v2" -> "cuMemAlloc").
+std::string unversioned_name(std::string name);
 
 /// Name of a CUresult ("CUDA_ERROR_INVALID_VALUE"), or null if unknown.
 char const* result_name(CUresult result);

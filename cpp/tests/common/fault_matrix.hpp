@@ -1,0 +1,387 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * What the fault-matrix tests share (test_fault_matrix: local entry points; and
+ * test_remote_fault_matrix: remote ones): memory with poisoned guards, operations bounded in
+ * time, the simulator's run-time failure injection, and a fixture whose run_case() checks each
+ * case: a clear error (or, where the fault was absorbed, the right bytes), nothing written outside
+ * the destination, the bounce buffers and events back in their pools, no descriptor left open,
+ * no operation left hanging, and the next operation succeeding.
+ */
+#pragma once
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <kvikio/bounce_buffer.hpp>
+#include <kvikio/defaults.hpp>
+#include <kvikio/event.hpp>
+
+#include "device.hpp"
+#include "temp_dir.hpp"
+
+namespace kvikio::test {
+
+inline constexpr std::uint8_t poison = 0xEE;
+inline constexpr std::size_t guard   = 64;
+
+// ---------------------------------------------------------------------------------------------
+// What the test checks around every case.
+
+/// Open descriptors of this process, but for the test's own listings of /proc (this one, and
+/// the signal sender's of /proc/self/task) and sockets: libcurl keeps connections open for
+/// reuse, as many as its threads' handles have made (not a leak: a cache, bounded).
+inline std::vector<std::string> open_descriptors()
+{
+  std::vector<std::string> out;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) { return out; }
+  while (auto* entry = ::readdir(dir)) {
+    if (entry->d_name[0] == '.') { continue; }
+    std::string const link = std::string{"/proc/self/fd/"} + entry->d_name;
+    char target[256]{};
+    ssize_t const len = ::readlink(link.c_str(), target, sizeof(target) - 1);
+    if (len <= 0) { continue; }  // closed meanwhile: the sender's listing
+    std::string const to{target, static_cast<std::size_t>(len)};
+    if (to.rfind("/proc/", 0) == 0 || to.rfind("socket:", 0) == 0) { continue; }
+    out.push_back(std::string{entry->d_name} + " -> " + to);
+  }
+  ::closedir(dir);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// Memory an entry point reads into or writes from: host or device, with poisoned guards.
+class Memory {
+ public:
+  Memory(bool device, std::size_t size) : device_{device}, size_{size}
+  {
+    if (device_) {
+      dev_ = std::make_unique<DeviceBuffer>(size + 2 * guard);
+    } else {
+      host_.resize(size + 2 * guard);
+    }
+    fill({});
+  }
+  [[nodiscard]] void* ptr() const
+  {
+    return device_ ? static_cast<void*>(static_cast<std::uint8_t*>(dev_->get()) + guard)
+                   : static_cast<void*>(const_cast<std::uint8_t*>(host_.data()) + guard);
+  }
+  /// Poisons everything, then puts `inside` at ptr().
+  void fill(std::vector<std::uint8_t> const& inside)
+  {
+    std::vector<std::uint8_t> all(size_ + 2 * guard, poison);
+    std::copy(inside.begin(), inside.end(), all.begin() + guard);
+    if (device_) {
+      KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev_->ptr, all.data(), all.size()));
+      KVIKIO_CUDA_DRIVER_TRY(api().CtxSynchronize());  // a pageable source lands later
+    } else {
+      host_ = all;
+    }
+  }
+  /// Everything, guards included.
+  [[nodiscard]] std::vector<std::uint8_t> all() const
+  {
+    if (!device_) { return host_; }
+    std::vector<std::uint8_t> out(size_ + 2 * guard);
+    KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(out.data(), dev_->ptr, out.size()));
+    return out;
+  }
+  /// Whether the guards are untouched (and, if given, the inside equals `expected`).
+  [[nodiscard]] std::string check(std::vector<std::uint8_t> const* expected) const
+  {
+    auto const bytes = all();
+    for (std::size_t i = 0; i < guard; ++i) {
+      if (bytes[i] != poison) { return "written before the destination"; }
+      if (bytes[guard + size_ + i] != poison) { return "written after the destination"; }
+    }
+    if (expected != nullptr &&
+        !std::equal(expected->begin(), expected->end(), bytes.begin() + guard)) {
+      return "wrong bytes";
+    }
+    return "";
+  }
+
+ private:
+  bool device_;
+  std::size_t size_;
+  std::unique_ptr<DeviceBuffer> dev_;
+  std::vector<std::uint8_t> host_;
+};
+
+/// An operation's outcome: the bytes it reported, or the error it threw.
+struct Outcome {
+  std::optional<std::size_t> bytes;
+  std::string error;
+};
+
+/// Runs `op` on another thread and waits at most a minute: a hang aborts the process (ctest
+/// reports it), naming the case, instead of waiting for the ctest timeout.
+/// `before` and `after` run on that thread right around `op` (with `ctx` current), so that a
+/// driver failure armed by them meets `op`'s calls only.
+inline Outcome run_bounded(std::function<std::size_t()> op,
+                           std::string const& what,
+                           CUcontext ctx,
+                           std::function<void()> before = {},
+                           std::function<void()> after  = {})
+{
+  auto promise = std::make_shared<std::promise<Outcome>>();
+  auto result  = promise->get_future();
+  std::thread worker{[promise, op = std::move(op), ctx, before, after] {
+    Outcome out;
+    try {
+      kvikio::PushAndPopContext const context{ctx};
+      if (before) { before(); }
+      try {
+        out.bytes = op();
+      } catch (std::exception const& e) {
+        out.error = e.what();
+        if (out.error.empty()) { out.error = "(an exception without a message)"; }
+      }
+      if (after) { after(); }
+    } catch (std::exception const& e) {
+      out.error = std::string{"the test's own context push failed: "} + e.what();
+    }
+    promise->set_value(out);
+  }};
+  if (result.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    std::fprintf(stderr, "HANG: %s did not end within 60 s\n", what.c_str());
+    std::abort();
+  }
+  worker.join();  // its thread-local state (an io_uring ring) is gone before the counting
+  return result.get();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The simulator's run-time failure injection.
+
+using FailCall    = int (*)(char const*, unsigned long long, int);
+using TraceCalls  = void (*)(int);
+using TracedCalls = std::size_t (*)(char*, std::size_t);
+
+/// A function of the simulator (loaded by the driver shim, RTLD_LOCAL: looked up in it).
+template <typename F>
+inline F simulator_hook(char const* name)
+{
+  void* lib = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (lib == nullptr) { return nullptr; }
+  auto* const f = reinterpret_cast<F>(::dlsym(lib, name));
+  ::dlclose(lib);  // still loaded: the shim holds it
+  return f;
+}
+
+/// The driver calls `op` makes: (entry point, number of calls).
+inline std::vector<std::pair<std::string, std::size_t>> driver_calls_of(
+  std::function<std::size_t()> op, CUcontext ctx)
+{
+  auto const trace  = simulator_hook<TraceCalls>("cudasim_trace_calls");
+  auto const traced = simulator_hook<TracedCalls>("cudasim_traced_calls");
+  auto const out    = run_bounded(
+    std::move(op), "a traced run", ctx, [trace] { trace(1); }, [trace] { trace(0); });
+  EXPECT_TRUE(out.bytes.has_value()) << "the traced run failed: " << out.error;
+  std::string text(traced(nullptr, 0) + 1, '\0');
+  text.resize(traced(text.data(), text.size()));
+  std::vector<std::pair<std::string, std::size_t>> calls;
+  std::istringstream in{text};
+  std::string name;
+  std::size_t count{};
+  while (in >> name >> count) {
+    calls.emplace_back(name, count);
+  }
+  return calls;
+}
+
+/// Which of `count` calls of one entry point to fail: every one up to 12; beyond that (polling
+/// and per-slot calls repeat the same code: 100s of cuEventQuery under jitter) the first 8, the
+/// middle and the last 2.
+inline std::vector<std::size_t> steps(std::size_t count)
+{
+  std::vector<std::size_t> out;
+  for (std::size_t n = 1; n <= count; ++n) {
+    if (count <= 12 || n <= 8 || n == count / 2 || n + 1 >= count) { out.push_back(n); }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The entry points.
+
+/// One public entry point: moves `size` bytes between `mem` and the file at `offset`.
+struct EntryPoint {
+  std::string name;
+  bool device;  // device memory (else host)
+  bool writes;  // memory to file (else file to memory)
+  std::function<std::size_t(void* mem, std::size_t size, std::size_t offset)> run;
+};
+
+inline std::string describe(EntryPoint const& e)
+{
+  return e.name + (e.device ? " (device)" : " (host)");
+}
+
+/// What every case of the matrix shares: a file, settings that make transfers a dozen chunks,
+/// and the checks around each case.
+class FaultMatrixBase : public OnDevice {
+ protected:
+  void SetUp() override
+  {
+    OnDevice::SetUp();
+    if (IsSkipped()) { return; }
+    kvikio::defaults::set_compat_mode(kvikio::CompatMode::ON);
+    kvikio::defaults::set_thread_pool_nthreads(2);
+    kvikio::defaults::set_task_size(64 << 10);
+    kvikio::defaults::set_bounce_buffer_size(bounce_);
+    kvikio::defaults::set_num_bounce_buffers(4);  // 16 KiB slots: a read is a dozen chunks
+    write_file(path_, content_);
+    KVIKIO_CUDA_DRIVER_TRY(api().StreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+  }
+  void TearDown() override
+  {
+    if (stream_ != nullptr) { EXPECT_EQ(api().StreamDestroy(stream_), CUDA_SUCCESS); }
+    OnDevice::TearDown();
+  }
+
+  /// `arm` and `disarm` (a driver failure) go right around the operation, so that the test's
+  /// own driver calls never meet the failure.
+  Outcome run_case(EntryPoint const& e,
+                   std::size_t size,
+                   std::size_t offset,
+                   std::string const& what,
+                   std::function<void()> const& arm    = {},
+                   std::function<void()> const& disarm = {})
+  {
+    Outcome out;
+    {
+      Memory mem{e.device, size};
+      auto const fresh = pattern(size, 99);
+      if (e.writes) { mem.fill(fresh); }
+      auto const before_file = read_file(path_);
+      out = run_bounded([&] { return e.run(mem.ptr(), size, offset); }, what, ctx_, arm, disarm);
+      if (e.writes) {
+        auto const after = read_file(path_);
+        EXPECT_TRUE(after.size() == before_file.size() &&
+                    std::equal(after.begin(), after.begin() + offset, before_file.begin()) &&
+                    std::equal(after.begin() + offset + size,
+                               after.end(),
+                               before_file.begin() + offset + size))
+          << what << ": the file changed outside the range written";
+        if (out.bytes.has_value()) {
+          EXPECT_TRUE(std::equal(fresh.begin(), fresh.end(), after.begin() + offset))
+            << what << ": a write that succeeded left other bytes";
+        }
+        write_file(path_, content_);  // as it was, for the next case
+      } else {
+        std::vector<std::uint8_t> const expected(content_.begin() + offset,
+                                                 content_.begin() + offset + size);
+        EXPECT_EQ(mem.check(out.bytes.has_value() ? &expected : nullptr), "") << what;
+      }
+    }
+    if (out.bytes.has_value()) { EXPECT_EQ(*out.bytes, size) << what; }
+    auto& buffers = kvikio::BounceBufferPool<>::instance();
+    EXPECT_EQ(buffers.pinned_bytes(), buffers.num_free_buffers() * bounce_)
+      << what << ": a bounce buffer is still on loan";
+    // (The test's own device memory is a descriptor under the simulator: counted without it.)
+    EXPECT_EQ(open_descriptors(), descriptors_) << what << ": a descriptor was left open";
+    return out;
+  }
+
+  /// The next operation works, and the events are back in the pool.
+  void expect_recovery(EntryPoint const& e, std::string const& what)
+  {
+    auto const out = run_case(e, size_, offset_, what + ", then the next operation");
+    EXPECT_TRUE(out.bytes.has_value()) << what << ": the next operation failed: " << out.error;
+    // Every event is back (more may exist: rings of more threads ran at once than before).
+    EXPECT_GE(kvikio::EventPool::instance().num_free_events(ctx_), events_)
+      << what << ": events were not returned";
+  }
+
+  /// A first run of `e`, after which the pools and descriptors are what later cases return to.
+  /// (What a first run creates to keep, an io_uring ring or a connection, is not a leak.)
+  void warm_up(EntryPoint const& e)
+  {
+    {
+      Memory mem{e.device, size_};
+      auto const out = run_bounded(
+        [&] { return e.run(mem.ptr(), size_, offset_); }, describe(e) + ", warm-up", ctx_);
+      ASSERT_TRUE(out.bytes.has_value()) << describe(e) << ", warm-up: " << out.error;
+      write_file(path_, content_);
+    }
+    descriptors_ = open_descriptors();
+    events_      = kvikio::EventPool::instance().num_free_events(ctx_);
+  }
+
+  /// Every driver call of each device entry point of `entries`, failed in turn
+  /// (CUDA_ERROR_LAUNCH_FAILED; steps() says which of repeated calls): the error names it, or
+  /// (where the failure is absorbed) the bytes are right; then the usual checks of a case.
+  void every_driver_failure(std::vector<EntryPoint> const& entries)
+  {
+    auto const fail = simulator_hook<FailCall>("cudasim_fail_call");
+    ASSERT_NE(fail, nullptr);
+    std::size_t cases = 0, absorbed = 0;
+    for (auto const& e : entries) {
+      if (!e.device) { continue; }
+      warm_up(e);
+      std::vector<std::pair<std::string, std::size_t>> calls;
+      {
+        Memory probe{true, size_};
+        if (e.writes) { probe.fill(pattern(size_, 99)); }
+        calls = driver_calls_of([&] { return e.run(probe.ptr(), size_, offset_); }, ctx_);
+        write_file(path_, content_);
+      }
+      ASSERT_FALSE(calls.empty()) << describe(e) << " made no driver call";
+      for (auto const& [entry, count] : calls) {
+        for (std::size_t const nth : steps(count)) {
+          std::string const what = describe(e) + ", call " + std::to_string(nth) + " of " + entry;
+          bool never_reached     = false;
+          auto const out         = run_case(
+            e,
+            size_,
+            offset_,
+            what,
+            [&, entry = entry, nth] { (void)fail(entry.c_str(), nth, CUDA_ERROR_LAUNCH_FAILED); },
+            [&] { never_reached = fail(nullptr, 0, 0) != 0; });
+          ++cases;
+          if (!out.bytes.has_value()) {
+            EXPECT_NE(out.error.find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos)
+              << what << ": an unclear error: " << out.error;
+          } else if (!never_reached) {
+            ++absorbed;
+          }
+          expect_recovery(e, what);
+        }
+      }
+    }
+    std::printf(
+      "%zu driver failures injected, %zu absorbed with the right bytes\n", cases, absorbed);
+  }
+
+  std::size_t const bounce_ = 64 << 10;
+  std::size_t const size_   = (200 << 10) + 333;
+  std::size_t const offset_ = 4099;
+  TempDir dir_;
+  std::string path_                  = dir_.file("data");
+  std::vector<std::uint8_t> content_ = pattern(size_ + offset_ + 5000, 98);
+  CUstream stream_{};
+  std::vector<std::string> descriptors_;
+  std::size_t events_{};
+};
+
+}  // namespace kvikio::test
