@@ -5,6 +5,7 @@
 #include <charconv>
 #include <string>
 
+#include <kvikio/detail/http_headers.hpp>
 #include <kvikio/detail/url.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/remote_handle.hpp>
@@ -21,18 +22,11 @@ std::size_t capture_content_range(char* data,
                                   std::size_t nmemb,
                                   void* self) noexcept
 {
-  std::string_view const line{data, size * nmemb};
-  constexpr std::string_view name = "content-range:";
-  if (line.size() > name.size()) {
-    bool match = true;
-    for (std::size_t i = 0; i < name.size(); ++i) {
-      if (std::tolower(static_cast<unsigned char>(line[i])) != name[i]) {
-        match = false;
-        break;
-      }
-    }
-    if (match) {
-      static_cast<HeaderCapture*>(self)->content_range = std::string{line.substr(name.size())};
+  auto const value = detail::header_value({data, size * nmemb}, "content-range");
+  if (value.has_value()) {
+    try {
+      static_cast<HeaderCapture*>(self)->content_range = std::string{*value};
+    } catch (...) {  // out of memory: the size request fails as unusable
     }
   }
   return size * nmemb;
@@ -102,19 +96,11 @@ std::size_t S3EndpointWithPresignedUrl::get_file_size()
                   " (expected 206 to a Range request)" + (body.empty() ? "" : ": " + body),
                 std::runtime_error);
   // "bytes 0-0/<total>"
-  auto const slash = headers.content_range.find('/');
-  std::string_view total{headers.content_range};
-  total = slash == std::string::npos ? std::string_view{} : total.substr(slash + 1);
-  while (!total.empty() && std::isspace(static_cast<unsigned char>(total.back())) != 0) {
-    total.remove_suffix(1);
+  try {
+    return detail::content_range_length(headers.content_range);
+  } catch (std::runtime_error const& e) {
+    throw std::runtime_error("KvikIO: " + str() + " answered " + e.what());
   }
-  std::size_t size{};
-  auto const [end, ec] = std::from_chars(total.data(), total.data() + total.size(), size);
-  KVIKIO_EXPECT(
-    !total.empty() && ec == std::errc{} && end == total.data() + total.size(),
-    "KvikIO: " + str() + " answered an unusable Content-Range \"" + headers.content_range + "\"",
-    std::runtime_error);
-  return size;
 }
 
 }  // namespace kvikio

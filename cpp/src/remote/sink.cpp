@@ -3,6 +3,8 @@
  */
 #include "sink.hpp"
 
+#include <kvikio/detail/http_headers.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -46,22 +48,11 @@ std::size_t RemoteSink::header_callback(char* data,
                                         void* self) noexcept
 {
   std::size_t const n = size * nmemb;
-  std::string_view line{data, n};
-  constexpr std::string_view name = "content-range:";
-  if (line.size() > name.size()) {
-    for (std::size_t i = 0; i < name.size(); ++i) {
-      if (std::tolower(static_cast<unsigned char>(line[i])) != name[i]) { return n; }
-    }
-    line.remove_prefix(name.size());
-    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front())) != 0) {
-      line.remove_prefix(1);
-    }
-    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back())) != 0) {
-      line.remove_suffix(1);
-    }
+  auto const value    = detail::header_value({data, n}, "content-range");
+  if (value.has_value()) {
     try {
-      static_cast<RemoteSink*>(self)->content_range_ = std::string{line};
-    } catch (...) {
+      static_cast<RemoteSink*>(self)->content_range_ = std::string{*value};
+    } catch (...) {  // out of memory: the range check then fails the transfer
     }
   }
   return n;

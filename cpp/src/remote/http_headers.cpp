@@ -1,0 +1,48 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <kvikio/detail/http_headers.hpp>
+
+#include <cctype>
+#include <charconv>
+#include <stdexcept>
+#include <string>
+
+namespace kvikio::detail {
+namespace {
+
+bool is_space(char c) noexcept { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+}  // namespace
+
+std::optional<std::string_view> header_value(std::string_view line, std::string_view name) noexcept
+{
+  if (line.size() <= name.size() || line[name.size()] != ':') { return std::nullopt; }
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(line[i])) != name[i]) { return std::nullopt; }
+  }
+  line.remove_prefix(name.size() + 1);
+  while (!line.empty() && is_space(line.front())) {
+    line.remove_prefix(1);
+  }
+  while (!line.empty() && is_space(line.back())) {
+    line.remove_suffix(1);
+  }
+  return line;
+}
+
+std::size_t content_range_length(std::string_view value)
+{
+  auto const slash = value.rfind('/');
+  std::string_view const total =
+    slash == std::string_view::npos ? std::string_view{} : value.substr(slash + 1);
+  std::size_t length{};
+  auto const [end, ec] = std::from_chars(total.data(), total.data() + total.size(), length);
+  if (total.empty() || ec != std::errc{} || end != total.data() + total.size()) {
+    throw std::runtime_error("an unusable Content-Range \"" + std::string{value} +
+                             "\" (expected \"bytes <first>-<last>/<length>\")");
+  }
+  return length;
+}
+
+}  // namespace kvikio::detail
