@@ -67,6 +67,7 @@ downstream_check() {
 
 # The sanitizers' options, for both builds (each runtime reads only its own).
 sanitizer_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:check_initialization_order=1
+  LSAN_OPTIONS=suppressions=$PWD/ci/lsan.supp
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/ci/tsan.supp)
 
