@@ -33,6 +33,7 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
+#include <kvikio/detail/stream_workers.hpp>
 #include <kvikio/event.hpp>
 
 #include "device.hpp"
@@ -48,8 +49,8 @@ inline constexpr std::size_t guard   = 64;
 
 /// Open descriptors of this process, but for the test's own listings of /proc (this one, and
 /// the signal sender's of /proc/self/task) and sockets: libcurl keeps connections open for
-/// reuse, as many as its threads' handles have made (not a leak: a cache, bounded); and the
-/// real driver's device files.
+/// reuse, as many as its threads' handles have made (not a leak: a cache, bounded); the real
+/// driver's device files; and io_uring rings, which io_uring_rings() counts.
 inline std::vector<std::string> open_descriptors()
 {
   std::vector<std::string> out;
@@ -64,11 +65,31 @@ inline std::vector<std::string> open_descriptors()
     std::string const to{target, static_cast<std::size_t>(len)};
     if (to.rfind("/proc/", 0) == 0 || to.rfind("socket:", 0) == 0) { continue; }
     if (to.rfind("/dev/nvidia", 0) == 0) { continue; }  // the real driver's own, opened at will
+    if (to == "anon_inode:[io_uring]") { continue; }    // per thread, at its first use: below
     out.push_back(std::string{entry->d_name} + " -> " + to);
   }
   ::closedir(dir);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+/// io_uring rings open: one per thread that did local I/O on that backend, made at the thread's
+/// first use and kept while it lives.
+inline std::size_t io_uring_rings()
+{
+  std::size_t n = 0;
+  DIR* dir      = ::opendir("/proc/self/fd");
+  if (dir == nullptr) { return 0; }
+  while (auto* entry = ::readdir(dir)) {
+    std::string const link = std::string{"/proc/self/fd/"} + entry->d_name;
+    char target[64]{};
+    ssize_t const len = ::readlink(link.c_str(), target, sizeof(target) - 1);
+    if (len > 0 && std::string{target, static_cast<std::size_t>(len)} == "anon_inode:[io_uring]") {
+      ++n;
+    }
+  }
+  ::closedir(dir);
+  return n;
 }
 
 /// Memory an entry point reads into or writes from: host or device, with poisoned guards.
@@ -323,6 +344,11 @@ class FaultMatrixBase : public OnDevice {
       list += " -" + d;
     }
     EXPECT_EQ(list, "") << what << ": descriptors left open (+) or closed (-)";
+    // Rings: at most one per thread that may do local I/O (the pool's, the stream-ordered
+    // workers, this one); one per operation would be a leak.
+    std::size_t const threads = kvikio::defaults::thread_pool().get_thread_count() +
+                                kvikio::detail::stream_worker_count() + 1;
+    EXPECT_LE(io_uring_rings(), threads) << what << ": more io_uring rings than threads";
   }
 
   /// The next operation works, and the events are back in the pool.
