@@ -11,10 +11,13 @@
  * an allocation freed and reallocated at the same address (its buffer id changes).
  *
  * ```
- * // producer                                   // consumer
- * auto h = kvikio::ipc::export_memory(p, n);     auto h = kvikio::ipc::IpcHandle::from_bytes(b,
- * len); send(h.to_bytes());                           kvikio::ipc::MappedRegion r =
- * kvikio::ipc::open(h); use(r.get(), r.size());  // unmapped when evicted
+ * // producer
+ * auto h = kvikio::ipc::export_memory(p, n);
+ * send(h.to_bytes());
+ * // consumer
+ * auto h = kvikio::ipc::IpcHandle::from_bytes(bytes, len);
+ * kvikio::ipc::MappedRegion r = kvikio::ipc::open(h);
+ * use(r.get(), r.size());  // unmapped when evicted
  * ```
  */
 
