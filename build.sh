@@ -113,6 +113,20 @@ fuzz_targets() {
   done
 }
 
+# The docs site: Doxygen XML of the public headers, then Sphinx (MyST pages, Breathe for C++,
+# autodoc for the Python package staged by the Release build), warnings as errors.
+docs_site() {
+  step "Docs (Doxygen + Sphinx, warnings as errors)"
+  mkdir -p "$BUILD_ROOT/docs"
+  sed "s|^QUIET .*|QUIET = YES\nOUTPUT_DIRECTORY = $BUILD_ROOT/docs/doxygen|" docs/Doxyfile \
+    >"$BUILD_ROOT/docs/Doxyfile"
+  rm -rf "$BUILD_ROOT/docs/doxygen" "$BUILD_ROOT/docs/html"
+  doxygen "$BUILD_ROOT/docs/Doxyfile"
+  KVIKIO_DOCS_BUILD="$BUILD_ROOT/docs" KVIKIO_PYTHON_PATH="$BUILD_ROOT/release/python" \
+    /usr/bin/python3 -m sphinx -W --keep-going -q -b html docs "$BUILD_ROOT/docs/html"
+  echo "docs: $BUILD_ROOT/docs/html/index.html"
+}
+
 case "$command" in
   build)
     ci/install-deps.sh
@@ -125,8 +139,14 @@ case "$command" in
     downstream_check
     step "Suite (Release)"
     run_suite release
+    docs_site
     sanitizer_suites
     fuzz_targets
+    ;;
+  docs)
+    ci/install-deps.sh
+    build_release
+    docs_site
     ;;
   soak)
     ci/install-deps.sh
@@ -151,7 +171,7 @@ case "$command" in
     rm -rf "$BUILD_ROOT"
     ;;
   *)
-    echo "usage: ./build.sh [build|test|soak|demo|clean]" >&2
+    echo "usage: ./build.sh [build|test|soak|demo|docs|clean]" >&2
     exit 2
     ;;
 esac

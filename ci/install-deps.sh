@@ -24,6 +24,10 @@ packages=(
   pybind11-dev          # pybind11, the C++ side of kvikio._lib
   python3-numpy         # NumPy, which the kvikio package uses for host buffers
   python3-pytest        # the Python package's test suite
+  doxygen               # the C++ API of the docs (XML from the public headers)
+  python3-sphinx        # the docs site (./build.sh docs)
+  python3-breathe       # Doxygen XML into Sphinx
+  python3-myst-parser   # the Markdown pages of docs/ in Sphinx
 )
 # npm runs s3rver (below); a machine that already has node and npm (from NodeSource, say) keeps
 # them, so npm is asked of Debian only when it is missing.

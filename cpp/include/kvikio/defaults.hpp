@@ -117,7 +117,8 @@ class defaults {
   [[nodiscard]] static ThreadPool& thread_pool();
   /// @brief Threads of the global pool (`KVIKIO_NTHREADS` or `KVIKIO_NUM_THREADS`, default 1).
   [[nodiscard]] static unsigned int thread_pool_nthreads();
-  /// @brief Resizes the global pool, waiting for the tasks it is running. @throws if 0.
+  /// @brief Resizes the global pool, waiting for the tasks it is running.
+  /// @throws std::invalid_argument if `nthreads` is 0.
   static void set_thread_pool_nthreads(unsigned int nthreads);
   /// @brief Alias of thread_pool_nthreads() (the Python name).
   [[nodiscard]] static unsigned int num_threads();

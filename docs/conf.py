@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Sphinx configuration: the pages in docs/ (Markdown, through MyST), the C++ API from the
+Doxygen XML of cpp/include (through Breathe) and the Python API from the package's docstrings.
+./build.sh docs runs Doxygen, then sphinx-build with warnings as errors."""
+import os
+import re
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+BUILD = os.environ.get("KVIKIO_DOCS_BUILD", os.path.join(ROOT, "build", "docs"))
+# The Python package as staged by the Release build (build/release/python).
+sys.path.insert(0, os.environ.get("KVIKIO_PYTHON_PATH", os.path.join(ROOT, "build", "release", "python")))
+
+project = "KvikIO, rebuilt"
+author = "the KvikIO, rebuilt authors"
+copyright = "2026, " + author
+with open(os.path.join(ROOT, "VERSION")) as f:
+    release = f.read().strip()
+version = ".".join(release.split(".")[:2])
+
+extensions = ["myst_parser", "breathe", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
+source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+root_doc = "index"
+exclude_patterns = ["benchmarks/*.log", "benchmarks/*.jsonl"]
+myst_heading_anchors = 3
+
+breathe_projects = {"kvikio": os.path.join(BUILD, "doxygen", "xml")}
+breathe_default_project = "kvikio"
+breathe_default_members = ("members",)
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "none"
+
+html_theme = "alabaster"
+html_title = f"{project} {release}"
