@@ -3,7 +3,6 @@
 Doxygen XML of cpp/include (through Breathe) and the Python API from the package's docstrings.
 ./build.sh docs runs Doxygen, then sphinx-build with warnings as errors."""
 import os
-import re
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))

@@ -2,7 +2,6 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 #include <algorithm>
-#include <charconv>
 #include <string>
 
 #include <kvikio/detail/http_headers.hpp>
