@@ -32,3 +32,28 @@ autodoc_typehints = "none"
 
 html_theme = "alabaster"
 html_title = f"{project} {release}"
+
+
+def _check_table_rows(app, docname, source):
+    """A `|` inside a code span still splits a Markdown table cell, silently shifting the rest of
+    the row: warn (an error under -W) on any row whose cell count differs from its header's."""
+    from sphinx.util import logging
+
+    if not app.env.doc2path(docname).endswith(".md"):
+        return
+    header_cells = None
+    for number, line in enumerate(source[0].splitlines(), start=1):
+        if not line.startswith("|"):
+            header_cells = None
+            continue
+        cells = len(line.replace("\\|", "").strip().strip("|").split("|"))
+        if header_cells is None:
+            header_cells = cells
+        elif cells != header_cells:
+            logging.getLogger(__name__).warning(
+                f"table row has {cells} cells, its header {header_cells} (a '|' inside a cell?)",
+                location=(docname, number))
+
+
+def setup(app):
+    app.connect("source-read", _check_table_rows)

@@ -5,7 +5,13 @@
  * plus the alias rules. Everything goes through detail::Settings::from_environment(), the one
  * place that reads KVIKIO_* variables.
  */
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -27,11 +33,18 @@ std::string show(T const& value)
   std::ostringstream out;
   if constexpr (std::is_same_v<T, bool>) {
     out << (value ? "true" : "false");
-  } else if constexpr (std::is_enum_v<T>) {
-    out << static_cast<int>(value);
+  } else if constexpr (std::is_same_v<T, kvikio::CompatMode>) {
+    out << (value == kvikio::CompatMode::ON    ? "ON"
+            : value == kvikio::CompatMode::OFF ? "OFF"
+                                               : "AUTO");
+  } else if constexpr (std::is_same_v<T, kvikio::LocalIOBackend>) {
+    out << (value == kvikio::LocalIOBackend::POSIX ? "posix" : "io_uring");
+  } else if constexpr (std::is_same_v<T, kvikio::RemoteBackendType>) {
+    out << (value == kvikio::RemoteBackendType::LIBCURL_EASY ? "LIBCURL_EASY"
+                                                             : "LIBCURL_MULTI_POLL");
   } else if constexpr (std::is_same_v<T, std::vector<int>>) {
-    for (auto v : value) {
-      out << v << ",";
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      out << (i == 0 ? "" : ",") << value[i];
     }
   } else if constexpr (std::is_same_v<T, std::optional<std::size_t>>) {
     out << (value ? std::to_string(*value) : "unset");
@@ -54,7 +67,7 @@ struct Row {
 
 // Expected values are written out here, independently of Settings' initialisers.
 std::vector<Row> const rows{
-  {"KVIKIO_COMPAT_MODE", FIELD(compat_mode), "2", "off", "0", "maybe"},
+  {"KVIKIO_COMPAT_MODE", FIELD(compat_mode), "AUTO", "off", "OFF", "maybe"},
   {"KVIKIO_NTHREADS", FIELD(thread_pool_nthreads), "1", "8", "8", "0"},
   {"KVIKIO_NUM_THREADS", FIELD(thread_pool_nthreads), "1", " 6 ", "6", "-1"},
   {"KVIKIO_TASK_SIZE", FIELD(task_size), "4194304", "1048576", "1048576", "abc"},
@@ -65,9 +78,9 @@ std::vector<Row> const rows{
   {"KVIKIO_HTTP_TIMEOUT", FIELD(http_timeout), "60", "5", "5", "1.5"},
   {"KVIKIO_HTTP_STATUS_CODES",
    FIELD(http_status_codes),
-   "429,500,502,503,504,",
+   "429,500,502,503,504",
    "503, 429",
-   "503,429,",
+   "503,429",
    "503,abc"},
   {"KVIKIO_AUTO_DIRECT_IO_READ", FIELD(auto_direct_io_read), "false", "YES", "true", "maybe"},
   {"KVIKIO_AUTO_DIRECT_IO_READ_OVERREAD",
@@ -83,9 +96,19 @@ std::vector<Row> const rows{
    "true",
    "true",
    "t"},
-  {"KVIKIO_LOCAL_IO_BACKEND", FIELD(local_io_backend), "0", "IO_URING", "1", "aio"},
-  {"KVIKIO_REMOTE_BACKEND", FIELD(remote_backend), "0", "libcurl_multi_poll", "1", "curl"},
-  {"KVIKIO_REMOTE_IO_BACKEND", FIELD(remote_backend), "0", "MULTI_POLL", "1", "poll"},
+  {"KVIKIO_LOCAL_IO_BACKEND", FIELD(local_io_backend), "posix", "IO_URING", "io_uring", "aio"},
+  {"KVIKIO_REMOTE_BACKEND",
+   FIELD(remote_backend),
+   "LIBCURL_EASY",
+   "libcurl_multi_poll",
+   "LIBCURL_MULTI_POLL",
+   "curl"},
+  {"KVIKIO_REMOTE_IO_BACKEND",
+   FIELD(remote_backend),
+   "LIBCURL_EASY",
+   "MULTI_POLL",
+   "LIBCURL_MULTI_POLL",
+   "poll"},
   {"KVIKIO_REMOTE_MAX_CONNECTIONS", FIELD(remote_max_connections), "8", "32", "32", "0"},
   {"KVIKIO_REMOTE_IO_NUM_REACTORS", FIELD(remote_io_num_reactors), "1", "4", "4", "0"},
   {"KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS",
@@ -255,6 +278,120 @@ TEST(GetenvOr, UpstreamCompatibleHelpers)
   EXPECT_TRUE(none.empty());
   EXPECT_TRUE(fallback);
   EXPECT_FALSE(none_set);
+}
+
+// docs/settings.md is the users' table of settings. It is held to `rows` above, which the cases
+// above hold to the code: so the page says what the code does.
+std::string read_file(std::filesystem::path const& path)
+{
+  std::ifstream in{path};
+  EXPECT_TRUE(in) << "cannot open " << path;
+  return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+}
+
+std::set<std::string> variables_named_in(std::string const& text)
+{
+  std::regex const variable{"KVIKIO_[A-Z0-9_]+"};
+  std::set<std::string> names;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), variable);
+       it != std::sregex_iterator();
+       ++it) {
+    names.insert(it->str());
+  }
+  return names;
+}
+
+struct DocumentedSetting {
+  std::string line;                 // the table row, for messages
+  std::set<std::string> variables;  // its environment variables
+  std::string default_text;         // its default, as the page shows it
+};
+
+// The rows of the page's main table: `| setting | variables | default | accepted values |`.
+std::vector<DocumentedSetting> settings_table()
+{
+  std::istringstream page{read_file(std::filesystem::path{KVIKIO_SOURCE_DIR} / "docs/settings.md")};
+  std::vector<DocumentedSetting> table;
+  bool in_table = false;
+  for (std::string line; std::getline(page, line);) {
+    if (line.rfind("| setting (`defaults::`)", 0) == 0) {
+      in_table = true;
+      continue;
+    }
+    if (!in_table || line.rfind("|---", 0) == 0) { continue; }
+    if (line.rfind("| ", 0) != 0) { break; }
+    std::vector<std::string> cells;
+    std::istringstream row{line.substr(2)};
+    for (std::string cell; std::getline(row, cell, '|') && cells.size() < 3;) {
+      cells.push_back(cell);
+    }
+    EXPECT_EQ(cells.size(), 3U) << line;
+    if (cells.size() < 3) { continue; }
+    // The default: its first word without backticks ("4194304 (4 MiB)" is 4194304).
+    std::string value = cells[2];
+    value.erase(std::remove(value.begin(), value.end(), '`'), value.end());
+    std::istringstream words{value};
+    std::string first;
+    words >> first;
+    table.push_back({line, variables_named_in(cells[1]), first});
+  }
+  return table;
+}
+
+TEST(SettingsPage, EveryRowMatchesTheCode)
+{
+  auto const table = settings_table();
+  ASSERT_FALSE(table.empty()) << "no settings table found in docs/settings.md";
+  std::set<std::string> documented;
+  for (auto const& setting : table) {
+    EXPECT_FALSE(setting.variables.empty()) << "a row names no variable: " << setting.line;
+    for (auto const& name : setting.variables) {
+      documented.insert(name);
+      auto const row =
+        std::find_if(rows.begin(), rows.end(), [&](Row const& r) { return r.variable == name; });
+      if (row == rows.end()) {
+        ADD_FAILURE() << name << " is on the settings page but is not a setting: " << setting.line;
+        continue;
+      }
+      EXPECT_EQ(setting.default_text, row->expected_default)
+        << "the page's default of " << name << " is not the code's: " << setting.line;
+    }
+  }
+  for (auto const& row : rows) {
+    EXPECT_TRUE(documented.count(row.variable) == 1)
+      << row.variable << " is missing from the table of docs/settings.md";
+  }
+}
+
+// Every KVIKIO_* variable the library reads is on the page, and the page names no other.
+TEST(SettingsPage, NamesEveryVariableTheLibraryReads)
+{
+  std::filesystem::path const root{KVIKIO_SOURCE_DIR};
+  std::set<std::string> read_by_code;
+  for (auto const* dir : {"cpp/src", "cpp/include", "python/kvikio/kvikio"}) {
+    for (auto const& entry : std::filesystem::recursive_directory_iterator(root / dir)) {
+      auto const ext = entry.path().extension();
+      if (ext != ".cpp" && ext != ".hpp" && ext != ".py") { continue; }
+      // Quoted names only: the KVIKIO_* macros are not variables.
+      std::regex const quoted{"\"(KVIKIO_[A-Z0-9_]+)\""};
+      auto const text = read_file(entry.path());
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), quoted);
+           it != std::sregex_iterator();
+           ++it) {
+        read_by_code.insert((*it)[1].str());
+      }
+    }
+  }
+  ASSERT_TRUE(read_by_code.count("KVIKIO_TASK_SIZE") == 1) << "the source scan found nothing";
+  auto const on_page = variables_named_in(read_file(root / "docs/settings.md"));
+  for (auto const& name : read_by_code) {
+    EXPECT_TRUE(on_page.count(name) == 1)
+      << name << " is read by the library but not on docs/settings.md";
+  }
+  for (auto const& name : on_page) {
+    EXPECT_TRUE(read_by_code.count(name) == 1)
+      << name << " is on docs/settings.md but no code reads it";
+  }
 }
 
 }  // namespace
