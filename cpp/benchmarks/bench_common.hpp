@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -126,6 +127,38 @@ inline void print_table(std::vector<Row> const& rows)
                 g.back(),
                 r.median_cpu_s_per_gb());
   }
+}
+
+/**
+ * The machine and time of a run, as JSON fields (",\"gpu\":...,\"driver\":...,\"date\":..."),
+ * so that every line of results says where it was measured. The driver is the NVIDIA kernel
+ * module's version (the one nvidia-smi shows), read from /proc/driver/nvidia/version: the CUDA
+ * driver API only tells the CUDA version. "none" where there is no such module.
+ */
+inline std::string nvidia_driver_version()
+{
+  std::ifstream in{"/proc/driver/nvidia/version"};
+  std::string word;
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  <build date>"
+  while (in >> word) {
+    if (word == "Module") { return (in >> word) ? word : "none"; }
+  }
+  return "none";
+}
+
+/// The current time, UTC, ISO 8601 to the second.
+inline std::string utc_now()
+{
+  std::time_t const now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return date;
+}
+
+inline std::string machine_json_fields(std::string const& gpu, std::string const& date)
+{
+  return ",\"gpu\":\"" + gpu + "\",\"driver\":\"" + nvidia_driver_version() + "\",\"date\":\"" +
+         date + "\"";
 }
 
 inline void write_json_lines(std::string const& path,

@@ -50,7 +50,7 @@ Timing time_calls(std::string op, std::string variant, std::size_t calls, F&& ca
   return t;
 }
 
-void print(std::vector<Timing> const& rows, std::string const& json)
+void print(std::vector<Timing> const& rows, std::string const& json, std::string const& machine)
 {
   std::printf("\n%-7s %-40s %7s %10s %10s %10s %10s\n",
               "op",
@@ -78,7 +78,7 @@ void print(std::vector<Timing> const& rows, std::string const& json)
     if (out) {
       out << "{\"op\":\"ipc-" << r.op << "\",\"variant\":\"" << r.variant << "\",\"calls\":" << n
           << ",\"us_median\":" << med << ",\"us_p90\":" << p90 << ",\"us_min\":" << r.us.front()
-          << ",\"us_max\":" << r.us.back() << "}\n";
+          << ",\"us_max\":" << r.us.back() << machine << "}\n";
     }
   }
 }
@@ -216,7 +216,9 @@ int run_ipc(IpcOptions const& o)
   ::close(keep[1]);  // the producer frees and exits
   int status = 0;
   ::waitpid(child, &status, 0);
-  print(rows, o.json);
+  char gpu[256] = {};
+  KVIKIO_CUDA_DRIVER_TRY(api.DeviceGetName(gpu, sizeof(gpu), 0));
+  print(rows, o.json, machine_json_fields(gpu, utc_now()));
   std::printf("\nopen cache: %zu hits, %zu misses, %zu evictions; producer exit %d\n",
               stats.hits,
               stats.misses,

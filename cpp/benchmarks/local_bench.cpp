@@ -419,9 +419,7 @@ int run_local(LocalOptions const& o)
     KVIKIO_CUDA_DRIVER_TRY(driver->CtxPopCurrent(&popped));
   }
 
-  std::time_t const now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::string const date = utc_now();
   std::printf(
     "kvikio_bench local %s: %s, %zu bytes, %s, mem %s, GPU %s, O_DIRECT %s, bounce buffer %zu MiB "
     "x %zu, %s\n",
@@ -434,7 +432,7 @@ int run_local(LocalOptions const& o)
     o.direct ? "on" : "off",
     defaults::bounce_buffer_size() >> 20,
     defaults::num_bounce_buffers(),
-    date);
+    date.c_str());
   print_table(rows);
   if (random) {
     std::printf("\nrandom reads of %zu bytes: operations per second (median)\n", io_size);
@@ -462,7 +460,7 @@ int run_local(LocalOptions const& o)
     write_json_lines(o.json,
                      rows,
                      ",\"cache\":\"" + cache + "\",\"direct\":" + (o.direct ? "true" : "false") +
-                       ",\"gpu\":\"" + gpu + "\",\"date\":\"" + date + "\"");
+                       machine_json_fields(gpu, date));
   }
   return 0;
 }

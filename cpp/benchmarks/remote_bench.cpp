@@ -176,19 +176,16 @@ int run_remote(RemoteOptions const& o)
     CUcontext popped{};
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxPopCurrent(&popped));
   }
-  std::time_t const now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::string const date = utc_now();
   std::printf("kvikio_bench remote read: %s, %zu bytes, mem %s, GPU %s, %s\n",
               o.url.c_str(),
               size,
               o.mem.c_str(),
               gpu.c_str(),
-              date);
+              date.c_str());
   print_table(rows);
   if (!o.json.empty()) {
-    write_json_lines(
-      o.json, rows, ",\"url\":\"" + o.url + "\",\"gpu\":\"" + gpu + "\",\"date\":\"" + date + "\"");
+    write_json_lines(o.json, rows, ",\"url\":\"" + o.url + "\"" + machine_json_fields(gpu, date));
   }
   return 0;
 }
