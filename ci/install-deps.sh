@@ -3,7 +3,7 @@
 #
 # Installs what building and testing KvikIO needs, from Debian's packages. Idempotent: when
 # everything is present it changes nothing and needs no network. dependencies.yaml lists each
-# package with its purpose; keep the two in step.
+# package with its purpose; ci/check-dependencies.py fails when the two are out of step.
 set -euo pipefail
 
 packages=(
@@ -18,6 +18,8 @@ packages=(
   clang                 # compiles the libFuzzer targets of cpp/fuzz
   libclang-rt-14-dev    # libFuzzer and the sanitizer runtimes for clang
   nginx-light           # the real HTTP server of the remote I/O tests
+  python3               # Debian's /usr/bin/python3: the test servers, ci/check-dependencies.py
+  python3-yaml          # ci/check-dependencies.py reads dependencies.yaml
   python3-botocore      # the independent SigV4 check of the S3 test server (servers/s3_sigv4.py)
   python3-matplotlib    # docs/benchmarks/plot.py (Debian's /usr/bin/python3)
   python3-dev           # the Python headers the extension kvikio._lib compiles against
@@ -28,6 +30,7 @@ packages=(
   python3-sphinx        # the docs site (./build.sh docs)
   python3-breathe       # Doxygen XML into Sphinx
   python3-myst-parser   # the Markdown pages of docs/ in Sphinx
+  graphviz              # the design page's diagrams (sphinx.ext.graphviz)
 )
 # npm runs s3rver (below); a machine that already has node and npm (from NodeSource, say) keeps
 # them, so npm is asked of Debian only when it is missing.

@@ -17,7 +17,13 @@ with open(os.path.join(ROOT, "VERSION")) as f:
     release = f.read().strip()
 version = ".".join(release.split(".")[:2])
 
-extensions = ["myst_parser", "breathe", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
+extensions = [
+    "myst_parser",
+    "breathe",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.graphviz",
+]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
 exclude_patterns = ["benchmarks/*.log", "benchmarks/*.jsonl"]
@@ -29,6 +35,9 @@ breathe_default_members = ("members",)
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"
+
+# The diagrams of the design page, drawn at build time by Graphviz (Debian graphviz).
+graphviz_output_format = "svg"
 
 html_theme = "alabaster"
 html_title = f"{project} {release}"
