@@ -28,12 +28,12 @@ namespace kvikio {
 /// @brief One operation of a batch: read or write `size` bytes at `file_offset` to or from
 /// device memory at `devPtr_base + devPtr_offset`.
 struct BatchOp {
-  FileHandle& file_handle;
-  void* devPtr_base;
-  off_t file_offset;
-  off_t devPtr_offset;
-  std::size_t size;
-  CUfileOpcode_t opcode;
+  FileHandle& file_handle;  ///< the open file; not owned, must outlive the operation
+  void* devPtr_base;        ///< device memory the bytes go to or come from; not owned
+  off_t file_offset;        ///< offset in the file, in bytes
+  off_t devPtr_offset;      ///< offset from `devPtr_base`, in bytes
+  std::size_t size;         ///< bytes to move
+  CUfileOpcode_t opcode;    ///< `CUFILE_READ` or `CUFILE_WRITE`
 };
 
 /**
@@ -44,12 +44,15 @@ class BatchHandle {
   BatchHandle() noexcept = default;
   /// @throws std::invalid_argument if `max_num_events` is not positive.
   explicit BatchHandle(int max_num_events);
+  /// @brief Takes over another batch, operations in flight included; that one is left closed.
   BatchHandle(BatchHandle&&) noexcept;
+  /// @brief close()s this batch, then takes over another one, which is left closed.
   BatchHandle& operator=(BatchHandle&&) noexcept;
   BatchHandle(BatchHandle const&)            = delete;
   BatchHandle& operator=(BatchHandle const&) = delete;
   ~BatchHandle() noexcept;
 
+  /// @brief Whether the batch is closed (default-constructed, moved from, or close()d).
   [[nodiscard]] bool closed() const noexcept;
   /// @brief Waits for operations still running, then releases the batch.
   void close() noexcept;

@@ -44,6 +44,11 @@ class BounceBufferPool {
   /// @brief A buffer on loan; returns to the pool when destroyed.
   class Buffer {
    public:
+    /**
+     * @brief Wraps `size` bytes at `ptr`, which are handed back to `pool` on destruction.
+     *
+     * Buffers are made by get(); `pool` is not owned and must outlive the buffer.
+     */
     Buffer(BounceBufferPool* pool, void* ptr, std::size_t size) noexcept
       : pool_{pool}, ptr_{ptr}, size_{size}
     {
@@ -52,6 +57,7 @@ class BounceBufferPool {
     {
       if (ptr_ != nullptr) { pool_->put(ptr_, size_); }
     }
+    /// @brief Takes over the loan of `o`, which is left empty (its destructor returns nothing).
     Buffer(Buffer&& o) noexcept
       : pool_{o.pool_}, ptr_{std::exchange(o.ptr_, nullptr)}, size_{o.size_}
     {
@@ -60,7 +66,9 @@ class BounceBufferPool {
     Buffer(Buffer const&)            = delete;
     Buffer& operator=(Buffer const&) = delete;
 
+    /// @brief The memory; still owned by this buffer (null once moved from).
     [[nodiscard]] void* get() const noexcept { return ptr_; }
+    /// @brief The buffer's size in bytes.
     [[nodiscard]] std::size_t size() const noexcept { return size_; }
 
    private:
@@ -69,7 +77,8 @@ class BounceBufferPool {
     std::size_t size_;
   };
 
-  /// @brief A free buffer, or a new one. @throws what `Allocator::allocate` throws.
+  /// @brief A free buffer, or a new one from `Allocator::allocate` (whose exceptions propagate).
+  /// Thread-safe.
   [[nodiscard]] Buffer get();
 
   /// @brief Buffers waiting in the pool (not those on loan).
@@ -134,10 +143,17 @@ class BounceBufferRing {
   BounceBufferRing(BounceBufferRing const&)            = delete;
   BounceBufferRing& operator=(BounceBufferRing const&) = delete;
 
+  /// @brief Slots of all buffers together: `num_slots * num_buffers` as constructed, fewer if a
+  /// buffer holds fewer than `num_slots` pages.
   [[nodiscard]] std::size_t num_slots() const noexcept { return slots_.size(); }
+  /// @brief Bytes per slot: whole pages (or the whole buffer if it is smaller than a page).
   [[nodiscard]] std::size_t slot_size() const noexcept { return slot_size_; }
   /// @brief The pool buffers the slots are carved from (for io_uring's buffer registration).
   [[nodiscard]] std::size_t num_buffers() const noexcept { return buffers_.size(); }
+  /**
+   * @brief The memory of pool buffer `index` (owned by the ring).
+   * @throws std::out_of_range if `index` is not below num_buffers().
+   */
   [[nodiscard]] void* buffer(std::size_t index) const { return buffers_.at(index).get(); }
   /// @brief Bytes of buffer(index) that its slots span.
   [[nodiscard]] std::size_t buffer_span() const noexcept { return slot_size_ * slots_per_buffer(); }

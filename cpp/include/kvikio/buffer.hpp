@@ -16,6 +16,9 @@ namespace kvikio {
 /**
  * @brief Registers `[devPtr_base, devPtr_base + size)` with cuFile (cuFileBufRegister), which
  * speeds up GDS transfers from it. A no-op in compat mode.
+ * @param devPtr_base start of the device memory to register.
+ * @param size bytes to register.
+ * @param flags passed to cuFileBufRegister unchanged.
  * @param errors_to_ignore cuFile error codes (CUfileOpError) to treat as success.
  * @throws kvikio::CUfileException on any other cuFile error.
  */

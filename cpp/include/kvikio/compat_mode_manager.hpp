@@ -34,7 +34,9 @@ class CompatModeManager {
   CompatModeManager(std::string const& file_path, int fd, CompatMode requested);
 
   ~CompatModeManager() noexcept;
+  /// @brief Takes over the cuFile handle of `o`, which keeps its mode but no longer owns one.
   CompatModeManager(CompatModeManager&& o) noexcept;
+  /// @brief Deregisters this manager's cuFile handle, if any, then takes over that of `o`.
   CompatModeManager& operator=(CompatModeManager&& o) noexcept;
   CompatModeManager(CompatModeManager const&)            = delete;
   CompatModeManager& operator=(CompatModeManager const&) = delete;

@@ -9,7 +9,7 @@
  *
  * Every getter returns the current value; every setter validates its argument and throws
  * `std::invalid_argument` naming the setting and the value. Invalid environment values make the
- * first getter call throw `std::invalid_argument` naming the variable and the value.
+ * first getter or setter call throw `std::invalid_argument` naming the variable and the value.
  * Getters and setters are safe to call from many threads. docs/settings.md has the full table.
  */
 
@@ -47,26 +47,47 @@ namespace detail {
  * directly to check parsing without touching the process-wide settings.
  */
 struct Settings {
+  /// @brief See defaults::compat_mode().
   CompatMode compat_mode{CompatMode::AUTO};
+  /// @brief Initial size of the global pool; see defaults::thread_pool_nthreads().
   unsigned int thread_pool_nthreads{1};
+  /// @brief See defaults::task_size(), in bytes.
   std::size_t task_size{4UL << 20};
+  /// @brief See defaults::gds_threshold(), in bytes.
   std::size_t gds_threshold{16UL << 10};
+  /// @brief See defaults::bounce_buffer_size(), in bytes.
   std::size_t bounce_buffer_size{16UL << 20};
+  /// @brief See defaults::num_bounce_buffers().
   std::size_t num_bounce_buffers{4};
+  /// @brief See defaults::http_max_attempts().
   std::size_t http_max_attempts{3};
+  /// @brief See defaults::http_timeout(), in seconds.
   long http_timeout{60};
+  /// @brief See defaults::http_status_codes().
   std::vector<int> http_status_codes{429, 500, 502, 503, 504};
+  /// @brief See defaults::auto_direct_io_read().
   bool auto_direct_io_read{false};
+  /// @brief See defaults::auto_direct_io_read_overread().
   bool auto_direct_io_read_overread{false};
+  /// @brief See defaults::auto_direct_io_write().
   bool auto_direct_io_write{true};
+  /// @brief See defaults::thread_pool_per_block_device().
   bool thread_pool_per_block_device{false};
+  /// @brief See defaults::local_io_backend().
   LocalIOBackend local_io_backend{LocalIOBackend::POSIX};
+  /// @brief See defaults::remote_backend().
   RemoteBackendType remote_backend{RemoteBackendType::LIBCURL_EASY};
+  /// @brief See defaults::remote_max_connections().
   std::size_t remote_max_connections{8};
+  /// @brief See defaults::remote_io_num_reactors().
   std::size_t remote_io_num_reactors{1};
+  /// @brief See defaults::remote_io_max_concurrent_requests().
   std::optional<std::size_t> remote_io_max_concurrent_requests{};
+  /// @brief See defaults::event_pool_max_per_context().
   std::size_t event_pool_max_per_context{0};
+  /// @brief See defaults::ipc_export_cache_size().
   std::size_t ipc_export_cache_size{1024};
+  /// @brief See defaults::ipc_open_cache_size().
   std::size_t ipc_open_cache_size{128};
 
   /**
@@ -105,6 +126,8 @@ class defaults {
  public:
   /// @brief Requested compat mode (`KVIKIO_COMPAT_MODE`, default AUTO).
   [[nodiscard]] static CompatMode compat_mode();
+  /// @brief Sets compat_mode().
+  /// @throws std::invalid_argument if `compat_mode` is not OFF, ON or AUTO.
   static void set_compat_mode(CompatMode compat_mode);
   /// @brief `compat_mode` with AUTO resolved: ON unless GPUDirect Storage is available.
   [[nodiscard]] static CompatMode infer_compat_mode_if_auto(CompatMode compat_mode) noexcept;
@@ -127,81 +150,112 @@ class defaults {
 
   /// @brief Largest chunk one task of a parallel operation moves (`KVIKIO_TASK_SIZE`, 4 MiB).
   [[nodiscard]] static std::size_t task_size();
+  /// @brief Sets task_size() to `nbytes` bytes.
+  /// @throws std::invalid_argument if `nbytes` is 0.
   static void set_task_size(std::size_t nbytes);
 
   /// @brief Below this size pread/pwrite run on the calling thread (`KVIKIO_GDS_THRESHOLD`).
   [[nodiscard]] static std::size_t gds_threshold();
+  /// @brief Sets gds_threshold() to `nbytes` bytes.
   static void set_gds_threshold(std::size_t nbytes);
 
   /// @brief Pinned staging memory per task (`KVIKIO_BOUNCE_BUFFER_SIZE`, 16 MiB).
   [[nodiscard]] static std::size_t bounce_buffer_size();
+  /// @brief Sets bounce_buffer_size() to `nbytes` bytes; BounceBufferPool applies it at its next
+  /// get().
+  /// @throws std::invalid_argument if `nbytes` is 0.
   static void set_bounce_buffer_size(std::size_t nbytes);
 
   /// @brief Slots of the bounce buffer ring (`KVIKIO_NUM_BOUNCE_BUFFERS`, 4; 1 = no overlap).
   [[nodiscard]] static std::size_t num_bounce_buffers();
+  /// @brief Sets num_bounce_buffers().
+  /// @throws std::invalid_argument if `num_bounce_buffers` is 0.
   static void set_num_bounce_buffers(std::size_t num_bounce_buffers);
 
   /// @brief Attempts per HTTP request, first one included (`KVIKIO_HTTP_MAX_ATTEMPTS`, 3).
   [[nodiscard]] static std::size_t http_max_attempts();
+  /// @brief Sets http_max_attempts().
+  /// @throws std::invalid_argument if `attempts` is 0.
   static void set_http_max_attempts(std::size_t attempts);
 
   /// @brief Timeout of one HTTP attempt in seconds (`KVIKIO_HTTP_TIMEOUT`, 60).
   [[nodiscard]] static long http_timeout();
+  /// @brief Sets http_timeout() to `timeout_seconds` seconds.
+  /// @throws std::invalid_argument if `timeout_seconds` is not positive.
   static void set_http_timeout(long timeout_seconds);
 
   /// @brief HTTP statuses that are retried (`KVIKIO_HTTP_STATUS_CODES`).
   [[nodiscard]] static std::vector<int> http_status_codes();
+  /// @brief Sets http_status_codes().
+  /// @throws std::invalid_argument if a code is outside 100..599.
   static void set_http_status_codes(std::vector<int> status_codes);
 
   /// @brief Opportunistic O_DIRECT for reads (`KVIKIO_AUTO_DIRECT_IO_READ`, false).
   [[nodiscard]] static bool auto_direct_io_read();
+  /// @brief Sets auto_direct_io_read().
   static void set_auto_direct_io_read(bool flag);
 
   /// @brief Let O_DIRECT reads cover whole pages past the requested range
   /// (`KVIKIO_AUTO_DIRECT_IO_READ_OVERREAD`, false).
   [[nodiscard]] static bool auto_direct_io_read_overread();
+  /// @brief Sets auto_direct_io_read_overread().
   static void set_auto_direct_io_read_overread(bool flag);
 
   /// @brief Opportunistic O_DIRECT for writes (`KVIKIO_AUTO_DIRECT_IO_WRITE`, true).
   [[nodiscard]] static bool auto_direct_io_write();
+  /// @brief Sets auto_direct_io_write().
   static void set_auto_direct_io_write(bool flag);
 
   /// @brief One thread pool per block device (`KVIKIO_THREAD_POOL_PER_BLOCK_DEVICE`, false).
   [[nodiscard]] static bool thread_pool_per_block_device();
+  /// @brief Sets thread_pool_per_block_device().
   static void set_thread_pool_per_block_device(bool flag);
 
   /// @brief Local I/O backend (`KVIKIO_LOCAL_IO_BACKEND`, posix).
   [[nodiscard]] static LocalIOBackend local_io_backend();
+  /// @brief Sets local_io_backend().
+  /// @throws std::invalid_argument if `backend` is not one of the named values.
   static void set_local_io_backend(LocalIOBackend backend);
 
   /// @brief Remote transport (`KVIKIO_REMOTE_BACKEND` or `KVIKIO_REMOTE_IO_BACKEND`).
   [[nodiscard]] static RemoteBackendType remote_backend();
+  /// @brief Sets remote_backend().
+  /// @throws std::invalid_argument if `remote_backend` is not one of the named values.
   static void set_remote_backend(RemoteBackendType remote_backend);
 
   /// @brief Transfers in flight per reactor (`KVIKIO_REMOTE_MAX_CONNECTIONS`, 8).
   [[nodiscard]] static std::size_t remote_max_connections();
+  /// @brief Sets remote_max_connections().
+  /// @throws std::invalid_argument if `remote_max_connections` is 0.
   static void set_remote_max_connections(std::size_t remote_max_connections);
 
   /// @brief Reactor threads of the multi-poll transport (`KVIKIO_REMOTE_IO_NUM_REACTORS`, 1).
   [[nodiscard]] static std::size_t remote_io_num_reactors();
+  /// @brief Sets remote_io_num_reactors().
+  /// @throws std::invalid_argument if `num_reactors` is 0.
   static void set_remote_io_num_reactors(std::size_t num_reactors);
 
   /// @brief Transfers in flight across all reactors, overriding the per-reactor value when set
   /// (`KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS`, unset).
   [[nodiscard]] static std::optional<std::size_t> remote_io_max_concurrent_requests();
+  /// @brief Sets remote_io_max_concurrent_requests(); std::nullopt unsets it.
+  /// @throws std::invalid_argument if `max_requests` holds 0.
   static void set_remote_io_max_concurrent_requests(std::optional<std::size_t> max_requests);
 
   /// @brief Free events kept per CUDA context; 0 = unbounded
   /// (`KVIKIO_EVENT_POOL_MAX_PER_CONTEXT`, 0).
   [[nodiscard]] static std::size_t event_pool_max_per_context();
+  /// @brief Sets event_pool_max_per_context() (0: unbounded).
   static void set_event_pool_max_per_context(std::size_t max_events);
 
   /// @brief Exported IPC handles cached; 0 = no caching (`KVIKIO_IPC_EXPORT_CACHE_SIZE`, 1024).
   [[nodiscard]] static std::size_t ipc_export_cache_size();
+  /// @brief Sets ipc_export_cache_size() (0: no caching).
   static void set_ipc_export_cache_size(std::size_t entries);
 
   /// @brief Opened IPC handles cached; 0 = no caching (`KVIKIO_IPC_OPEN_CACHE_SIZE`, 128).
   [[nodiscard]] static std::size_t ipc_open_cache_size();
+  /// @brief Sets ipc_open_cache_size() (0: no caching).
   static void set_ipc_open_cache_size(std::size_t entries);
 };
 

@@ -27,7 +27,9 @@ class EventPool;
  */
 class Event {
  public:
+  /// @brief Takes over the event of `o`, which is left empty.
   Event(Event&& o) noexcept;
+  /// @brief Returns this event, if any, to the pool, then takes over the event of `o`.
   Event& operator=(Event&& o) noexcept;
   Event(Event const&)            = delete;
   Event& operator=(Event const&) = delete;
@@ -39,7 +41,9 @@ class Event {
   void synchronize();
   /// @brief Whether the last record has completed (true if never recorded).
   [[nodiscard]] bool is_done();
+  /// @brief The CUDA event, still owned by this object (null once moved from).
   [[nodiscard]] CUevent get() const noexcept { return event_; }
+  /// @brief The context the event was created in (null once moved from).
   [[nodiscard]] CUcontext context() const noexcept { return ctx_; }
 
  private:
@@ -55,6 +59,7 @@ class Event {
  */
 class EventPool {
  public:
+  /// @brief The process-wide pool (created at first use, never destroyed).
   static EventPool& instance();
 
   /**

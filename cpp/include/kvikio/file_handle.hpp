@@ -45,8 +45,11 @@ class FileHandle {
 
   /**
    * @brief Opens `file_path`.
+   * @param file_path path of the file to open.
    * @param flags "r" (read), "r+" (read/write), "w" (write; create, truncate), "w+" (read/write;
    * create, truncate).
+   * @param mode permission bits of a file that "w" or "w+" creates (before the umask).
+   * @param compat_mode how I/O is done: cuFile, POSIX, or AUTO (see CompatModeManager).
    * @throws std::invalid_argument for any other flags.
    * @throws kvikio::GenericSystemError if the file cannot be opened (with errno's text).
    * @throws kvikio::CUfileException if `compat_mode` is OFF and cuFile cannot serve the file.
@@ -56,13 +59,18 @@ class FileHandle {
              mode_t mode              = m644,
              CompatMode compat_mode   = defaults::compat_mode());
 
+  /// @brief Takes over the open file of `o`, which is left closed.
   FileHandle(FileHandle&& o) noexcept;
+  /// @brief close()s this handle, then takes over the open file of `o`, which is left closed.
   FileHandle& operator=(FileHandle&& o) noexcept;
   FileHandle(FileHandle const&)            = delete;
   FileHandle& operator=(FileHandle const&) = delete;
   ~FileHandle() noexcept;
 
+  /// @brief Whether the handle is closed (default-constructed, moved from, or close()d).
   [[nodiscard]] bool closed() const noexcept;
+  /// @brief Deregisters the cuFile handle, if any, and closes both descriptors; errors are logged,
+  /// not thrown. Closing a closed handle does nothing.
   void close() noexcept;
 
   /// @brief The cuFile handle. @throws kvikio::CUfileException in compat mode.
@@ -82,12 +90,18 @@ class FileHandle {
   /**
    * @brief Reads `size` bytes at `file_offset` into device memory at `devPtr_base +
    * devPtr_offset`, synchronously, on the calling thread.
+   * @param devPtr_base device memory; not owned.
+   * @param size bytes to read.
+   * @param file_offset offset in the file, in bytes.
+   * @param devPtr_offset where the bytes land, as an offset from `devPtr_base` in bytes.
    * @param sync_default_stream synchronise the legacy default stream first, so that work queued
    * on it (which KvikIO's own streams do not wait for) has landed. Upstream does this for cuFile
    * only; here it holds for POSIX I/O too.
    * @return bytes read.
    * @throws std::out_of_range if the file ends first; kvikio::CUfileException or
    * kvikio::GenericSystemError on I/O errors.
+   * @throws std::invalid_argument if `devPtr_base` is null and `size` is not 0.
+   * @throws std::overflow_error if `file_offset + size` does not fit a file offset.
    */
   std::size_t read(void* devPtr_base,
                    std::size_t size,

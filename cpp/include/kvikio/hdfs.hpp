@@ -16,6 +16,10 @@
 
 namespace kvikio {
 
+/**
+ * @brief A file of a Hadoop file system, read over WebHDFS. Requests carry no credentials other
+ * than an optional `user.name` query parameter.
+ */
 class WebHdfsEndpoint : public RemoteEndpoint {
  public:
   /**
@@ -24,6 +28,15 @@ class WebHdfsEndpoint : public RemoteEndpoint {
    * @throws std::invalid_argument for any other URL.
    */
   explicit WebHdfsEndpoint(std::string url, std::optional<std::string> username = std::nullopt);
+  /**
+   * @brief The endpoint of `http://<host>:<port>/webhdfs/v1/<path>`.
+   * @param host the WebHDFS server's host name or address.
+   * @param port the WebHDFS server's port.
+   * @param path the file's path; a leading '/' is dropped and the rest is percent-encoded (slashes
+   * kept).
+   * @param username as for the URL constructor.
+   * @throws std::invalid_argument if the resulting URL is not a WebHDFS URL (an empty path, say).
+   */
   WebHdfsEndpoint(std::string host,
                   std::string port,
                   std::string path,

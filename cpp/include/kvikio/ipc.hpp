@@ -37,12 +37,16 @@ namespace kvikio::ipc {
 struct ProducerId {
   std::array<std::uint8_t, 16> boot_id{};  ///< `/proc/sys/kernel/random/boot_id`
   std::uint64_t pid_namespace{};           ///< inode of `/proc/self/ns/pid`
+  /// @brief `getpid()`.
   std::int32_t pid{};
+  /// @brief Unused; zero.
   std::uint32_t reserved{};
   std::uint64_t start_time{};  ///< clock ticks after boot (`/proc/self/stat`, field 22)
 
-  /// @brief This process.
+  /// @brief This process (read once, and again in a child after `fork()`).
+  /// @throws std::runtime_error if this process's identity cannot be read from `/proc`.
   [[nodiscard]] static ProducerId const& self();
+  /// @brief Whether two ids are equal field by field (the same process).
   friend bool operator==(ProducerId const&, ProducerId const&) = default;
 };
 
@@ -51,25 +55,30 @@ struct ProducerId {
  * trivially copyable, versioned and checksummed, to send over any channel as to_bytes().
  */
 struct IpcHandle {
-  static constexpr std::uint32_t magic_value     = 0x5049564BU;  // "KVIP"
-  static constexpr std::uint16_t current_version = 1;
+  static constexpr std::uint32_t magic_value     = 0x5049564BU;  ///< "KVIP": value of `magic`
+  static constexpr std::uint16_t current_version = 1;            ///< `version` written and read
 
-  std::uint32_t magic{};
-  std::uint16_t version{};
-  std::uint16_t reserved{};
-  ProducerId producer{};
+  std::uint32_t magic{};     ///< magic_value
+  std::uint16_t version{};   ///< current_version
+  std::uint16_t reserved{};  ///< unused; zero
+  ProducerId producer{};     ///< the exporting process
+  /// @brief UUID of the device that holds the allocation.
   std::array<std::uint8_t, 16> device_uuid{};
   std::uint64_t alloc_base{};  ///< the allocation's address in the producer
+  /// @brief The allocation's size in bytes.
   std::uint64_t alloc_size{};
   std::uint64_t buffer_id{};  ///< CU_POINTER_ATTRIBUTE_BUFFER_ID: new for every allocation
   std::uint64_t offset{};     ///< of the requested bytes, from alloc_base
+  /// @brief Bytes requested, from `offset`.
   std::uint64_t length{};
+  /// @brief The driver's handle of the whole allocation.
   CUipcMemHandle cuda_handle{};
   std::uint64_t checksum{};  ///< FNV-1a of every byte before it
 
   /// @brief The blob's size in bytes.
   static constexpr std::size_t nbytes = 176;
 
+  /// @brief The handle as a blob of `nbytes` bytes, for from_bytes() in another process.
   [[nodiscard]] std::array<std::byte, nbytes> to_bytes() const noexcept;
   /**
    * @brief The handle a blob holds.
@@ -143,7 +152,9 @@ struct CacheStats {
   std::size_t overflows{0};  ///< times the bound was exceeded because every entry was in use
   std::size_t stale{0};      ///< entries replaced because the allocation changed
 };
+/// @brief A snapshot of the export cache's counters (see export_memory()). Thread-safe.
 [[nodiscard]] CacheStats export_cache_stats();
+/// @brief A snapshot of the open cache's counters (see open()). Thread-safe.
 [[nodiscard]] CacheStats open_cache_stats();
 
 /// @brief Drops every open-cache entry of `producer`: idle ones are unmapped now, those in use
@@ -158,17 +169,19 @@ void clear();
  * IpcHandle.
  */
 struct IpcEventHandle {
-  static constexpr std::uint32_t magic_value     = 0x4549564BU;  // "KVIE"
-  static constexpr std::uint16_t current_version = 1;
+  static constexpr std::uint32_t magic_value     = 0x4549564BU;  ///< "KVIE": value of `magic`
+  static constexpr std::uint16_t current_version = 1;            ///< `version` written and read
 
-  std::uint32_t magic{};
-  std::uint16_t version{};
-  std::uint16_t reserved{};
-  ProducerId producer{};
-  CUipcEventHandle cuda_handle{};
-  std::uint64_t checksum{};
+  std::uint32_t magic{};           ///< magic_value
+  std::uint16_t version{};         ///< current_version
+  std::uint16_t reserved{};        ///< unused; zero
+  ProducerId producer{};           ///< the process that created the event
+  CUipcEventHandle cuda_handle{};  ///< the driver's handle of the event
+  std::uint64_t checksum{};        ///< FNV-1a of every byte before it
 
+  /// @brief The blob's size in bytes.
   static constexpr std::size_t nbytes = 120;
+  /// @brief The handle as a blob of `nbytes` bytes, for from_bytes() in another process.
   [[nodiscard]] std::array<std::byte, nbytes> to_bytes() const noexcept;
   /// @throws std::invalid_argument as IpcHandle::from_bytes().
   [[nodiscard]] static IpcEventHandle from_bytes(void const* data, std::size_t size);
@@ -186,7 +199,13 @@ class InterprocessEvent {
   ~InterprocessEvent() noexcept;
   InterprocessEvent(InterprocessEvent const&)            = delete;
   InterprocessEvent& operator=(InterprocessEvent const&) = delete;
+  /// @brief The CUDA event, owned by this object (destroyed with it).
   [[nodiscard]] CUevent get() const noexcept { return event_; }
+  /**
+   * @brief The handle to send to a consumer, which opens it as an OpenedEvent.
+   * @throws kvikio::CUfileException on a driver failure.
+   * @throws std::runtime_error if this process's identity cannot be read from `/proc`.
+   */
   [[nodiscard]] IpcEventHandle handle() const;
 
  private:
@@ -201,6 +220,7 @@ class OpenedEvent {
   ~OpenedEvent() noexcept;
   OpenedEvent(OpenedEvent const&)            = delete;
   OpenedEvent& operator=(OpenedEvent const&) = delete;
+  /// @brief The opened CUDA event, owned by this object (destroyed with it), to wait on.
   [[nodiscard]] CUevent get() const noexcept { return event_; }
 
  private:

@@ -31,8 +31,14 @@ class MmapHandle {
   MmapHandle() noexcept = default;
 
   /**
+   * @brief Opens `file_path` read-only and maps the range.
+   * @param file_path path of the file to map.
    * @param flags only "r" is supported.
    * @param initial_map_size bytes to map; default: to the end of the file.
+   * @param initial_map_offset offset in the file, in bytes, of the first byte mapped; need not be
+   * page-aligned.
+   * @param mode passed to `open(2)`, which ignores it (the file is never created).
+   * @param map_flags `mmap(2)` flags; default `MAP_PRIVATE`.
    * @throws std::invalid_argument for other flags; std::out_of_range if the range is not within
    * the file; kvikio::GenericSystemError if open or mmap fails.
    */
@@ -43,25 +49,38 @@ class MmapHandle {
              mode_t mode                                 = FileHandle::m644,
              std::optional<int> map_flags                = std::nullopt);
 
+  /// @brief Takes over the mapping and descriptor of `o`, which is left closed.
   MmapHandle(MmapHandle&& o) noexcept;
+  /// @brief close()s this handle, then takes over the mapping and descriptor of `o`.
   MmapHandle& operator=(MmapHandle&& o) noexcept;
   MmapHandle(MmapHandle const&)            = delete;
   MmapHandle& operator=(MmapHandle const&) = delete;
   ~MmapHandle() noexcept;
 
+  /// @brief Bytes mapped, as given to (or defaulted by) the constructor.
   [[nodiscard]] std::size_t initial_map_size() const noexcept;
+  /// @brief File offset, in bytes, of the first byte mapped.
   [[nodiscard]] std::size_t initial_map_offset() const noexcept;
   /// @brief Size of the file when it was opened.
   [[nodiscard]] std::size_t file_size() const;
   /// @brief Bytes mapped (initial_map_size()).
   [[nodiscard]] std::size_t nbytes() const;
+  /// @brief Whether the handle is closed (default-constructed, moved from, or close()d).
   [[nodiscard]] bool closed() const noexcept;
+  /// @brief Unmaps and closes the file; a failing `munmap` is logged, not thrown. Closing a closed
+  /// handle does nothing.
   void close() noexcept;
 
   /**
    * @brief Copies `size` bytes at file offset `offset` into `buf` (host or device memory).
+   * @param buf destination, host or device memory; may be null only if no bytes are read.
    * @param size default: from `offset` to the end of the mapping.
-   * @throws std::out_of_range if `[offset, offset + size)` is not within the mapping.
+   * @param offset file offset, in bytes (not relative to the mapping), of the first byte read.
+   * @return bytes read.
+   * @throws std::out_of_range if `[offset, offset + size)` is not within the mapping, or the file
+   * has since shrunk below its end.
+   * @throws std::invalid_argument if `buf` is null and bytes are to be read.
+   * @throws kvikio::CUfileException if the handle is closed.
    */
   std::size_t read(void* buf,
                    std::optional<std::size_t> size = std::nullopt,

@@ -34,6 +34,16 @@ namespace detail {
 std::size_t head_content_length(RemoteEndpoint& endpoint);
 }  // namespace detail
 
+/**
+ * @brief The kind of a RemoteEndpoint, and what RemoteHandle::open() is asked to make of a URL.
+ *
+ * - `AUTO`: RemoteHandle::open() infers the type with infer_remote_endpoint_type().
+ * - `S3`: S3Endpoint (signed requests; an `s3://bucket/object` URL or an http(s) URL).
+ * - `S3_PUBLIC`: S3PublicEndpoint (unsigned requests).
+ * - `S3_PRESIGNED_URL`: S3EndpointWithPresignedUrl.
+ * - `WEBHDFS`: WebHdfsEndpoint.
+ * - `HTTP`: HttpEndpoint.
+ */
 enum class RemoteEndpointType : uint8_t { AUTO, S3, S3_PUBLIC, S3_PRESIGNED_URL, WEBHDFS, HTTP };
 
 /**
@@ -41,6 +51,7 @@ enum class RemoteEndpointType : uint8_t { AUTO, S3, S3_PUBLIC, S3_PRESIGNED_URL,
  */
 class RemoteEndpoint {
  public:
+  /// @brief For subclasses: records the kind of endpoint they are.
   explicit RemoteEndpoint(RemoteEndpointType type) noexcept : type_{type} {}
   virtual ~RemoteEndpoint() = default;
   /// @brief Sets the URL and whatever else every request needs (authentication...).
@@ -51,6 +62,7 @@ class RemoteEndpoint {
   virtual std::size_t get_file_size() = 0;
   /// @brief Asks for `size` bytes at `file_offset` (size > 0).
   virtual void setup_range_request(CurlHandle& curl, std::size_t file_offset, std::size_t size);
+  /// @brief The kind of endpoint, as given to the constructor.
   [[nodiscard]] RemoteEndpointType remote_endpoint_type() const noexcept { return type_; }
 
  private:
@@ -82,6 +94,12 @@ class S3Endpoint : public RemoteEndpoint {
  public:
   /**
    * @param url the object's http(s) URL.
+   * @param aws_region the region to sign for; if std::nullopt, `AWS_DEFAULT_REGION` (required).
+   * @param aws_access_key the access key id; if std::nullopt, `AWS_ACCESS_KEY_ID` (required).
+   * @param aws_secret_access_key the secret access key; if std::nullopt, `AWS_SECRET_ACCESS_KEY`
+   * (required).
+   * @param aws_session_token a session token, sent as `x-amz-security-token`; if std::nullopt,
+   * `AWS_SESSION_TOKEN`, and none is sent when that is unset or empty.
    * @throws std::invalid_argument for a bad URL or a missing region or credential (naming the
    * environment variable to set).
    */
@@ -128,10 +146,12 @@ class S3Endpoint : public RemoteEndpoint {
 /// @brief A public S3 object: plain unsigned GETs.
 class S3PublicEndpoint : public RemoteEndpoint {
  public:
+  /// @throws std::invalid_argument if `url` is not a valid http(s) URL.
   explicit S3PublicEndpoint(std::string url);
   void setopt(CurlHandle& curl) override;
   [[nodiscard]] std::string str() const override;
   std::size_t get_file_size() override;
+  /// @brief Whether `url` is a valid http:// or https:// URL (as HttpEndpoint). Never throws.
   static bool is_url_valid(std::string const& url) noexcept;
 
  private:
@@ -179,15 +199,37 @@ class RemoteHandle {
                            std::optional<std::vector<RemoteEndpointType>> allow_list = std::nullopt,
                            std::optional<std::size_t> nbytes = std::nullopt);
 
+  /**
+   * @brief Takes ownership of `endpoint`, whose object is `nbytes` bytes long (not checked).
+   * @throws std::invalid_argument if `endpoint` is null.
+   */
   RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint, std::size_t nbytes);
+  /**
+   * @brief Takes ownership of `endpoint` and asks it for the object's size (one request).
+   * @throws std::invalid_argument if `endpoint` is null.
+   * @throws std::runtime_error if the size request fails.
+   */
   explicit RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint);
+  /**
+   * @fn RemoteHandle::RemoteHandle(RemoteHandle&&)
+   * @brief Takes over the endpoint of another handle, which is left without one: only destroy
+   * it or assign to it.
+   */
+  /**
+   * @fn RemoteHandle::operator=(RemoteHandle&&)
+   * @brief Takes over the endpoint of another handle, which is left without one; the endpoint
+   * this handle held is destroyed.
+   */
   RemoteHandle(RemoteHandle&&) noexcept            = default;
   RemoteHandle& operator=(RemoteHandle&&) noexcept = default;
   RemoteHandle(RemoteHandle const&)                = delete;
   RemoteHandle& operator=(RemoteHandle const&)     = delete;
 
+  /// @brief The object's size in bytes.
   [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
+  /// @brief The endpoint, owned by this handle.
   [[nodiscard]] RemoteEndpoint const& endpoint() const noexcept { return *endpoint_; }
+  /// @brief The endpoint's type.
   [[nodiscard]] RemoteEndpointType remote_endpoint_type() const noexcept
   {
     return endpoint_->remote_endpoint_type();
@@ -239,7 +281,7 @@ class RemoteHandle {
 
  private:
   [[nodiscard]] RemoteBackendType backend() const;
-  /// @throws std::invalid_argument, naming `what`, if the range runs past the end.
+  /// @throws std::invalid_argument naming `what` if the range runs past the end.
   void check_in_range(char const* what, std::size_t size, std::size_t offset) const;
   std::unique_ptr<RemoteEndpoint> endpoint_;
   std::size_t nbytes_;

@@ -86,6 +86,7 @@ class PushAndPopContext {
  * @brief The allocation that contains `devPtr`: (base address, size in bytes, offset of
  * `devPtr` from the base).
  *
+ * @param devPtr an address inside a device allocation.
  * @param ctx the context to query in; if null, `get_context_from_pointer(devPtr)`.
  * @throws kvikio::CUfileException if `devPtr` is not in a device allocation.
  */
