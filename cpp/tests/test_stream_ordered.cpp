@@ -156,6 +156,36 @@ TEST_P(StreamOrdered, CallerIsNotBlocked)
   EXPECT_EQ(back, content_);
 }
 
+// Assigning over a pending future frees the arguments the stream still writes (*bytes_done):
+// the assignment must wait for the operation first, as the destructor does. The stream is held
+// until a thread opens the gate a while later; without the wait the stream is still busy when
+// the assignment returns (and ASan sees the write into freed memory).
+TEST_P(StreamOrdered, MoveAssignmentWaitsForTheOperationItReplaces)
+{
+  std::promise<void> gate;
+  auto opened = gate.get_future().share();
+  kvikio::test::DeviceBuffer dev{content_.size()};
+  kvikio::test::Stream stream;
+  KVIKIO_CUDA_DRIVER_TRY(api().LaunchHostFunc(
+    stream.handle,
+    [](void* user) { static_cast<std::shared_future<void>*>(user)->wait(); },
+    &opened));
+  FileHandle f{path_, "r"};
+  auto future = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
+  std::thread opener{[&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    gate.set_value();
+  }};
+  future = kvikio::StreamFuture{};
+  EXPECT_EQ(api().StreamQuery(stream.handle), CUDA_SUCCESS)
+    << "the assignment returned while the operation it replaced was still on the stream";
+  opener.join();
+  EXPECT_THROW((void)future.check_bytes_done(), kvikio::CUfileException);
+  std::vector<std::uint8_t> back(content_.size());
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  EXPECT_EQ(back, content_);
+}
+
 TEST_P(StreamOrdered, BackToBackReadsOnOneStream)
 {
   std::size_t const piece = 300000;

@@ -28,12 +28,30 @@ namespace kvikio {
 class StreamFuture {
  public:
   StreamFuture() noexcept = default;
+  /**
+   * @brief Holds the arguments of one operation on `stream`, with no bytes moved yet.
+   * @param devPtr_base device memory of the operation; not owned.
+   * @param size bytes to move.
+   * @param file_offset offset in the file, in bytes.
+   * @param devPtr_offset offset from `devPtr_base`, in bytes.
+   * @param stream the stream the operation is enqueued on; not owned.
+   */
   StreamFuture(
     void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream);
-  StreamFuture(StreamFuture&&) noexcept            = default;
-  StreamFuture& operator=(StreamFuture&&) noexcept = default;
-  StreamFuture(StreamFuture const&)                = delete;
-  StreamFuture& operator=(StreamFuture const&)     = delete;
+  /**
+   * @fn StreamFuture::StreamFuture(StreamFuture&&)
+   * @brief Takes over the arguments of another future, which is left empty (its get_args() and
+   * check_bytes_done() throw kvikio::CUfileException; its destructor does nothing).
+   */
+  StreamFuture(StreamFuture&&) noexcept = default;
+  /**
+   * @brief Takes over the arguments of another future, which is left empty. The operation this
+   * future held is waited for first (its stream synchronised, as by the destructor): the stream
+   * may still write into the arguments it is about to free.
+   */
+  StreamFuture& operator=(StreamFuture&& o) noexcept;
+  StreamFuture(StreamFuture const&)            = delete;
+  StreamFuture& operator=(StreamFuture const&) = delete;
   ~StreamFuture() noexcept;
 
   /// @brief (devPtr_base, &size, &file_offset, &devPtr_offset, &bytes_done, stream).
@@ -42,12 +60,16 @@ class StreamFuture {
 
   /**
    * @brief Synchronises the stream and returns the bytes moved.
-   * @throws the error of the operation (as it was thrown by the task that failed), or
-   * kvikio::CUfileException if cuFile reported one or the stream cannot be synchronised.
+   * Rethrows the error of the operation, as it was thrown by the task that failed.
+   * @throws kvikio::CUfileException if the operation reported a failure (a negative byte count),
+   * the stream cannot be synchronised, or the future is empty (default-constructed or moved
+   * from).
    */
   std::size_t check_bytes_done();
 
  private:
+  /// Synchronises the stream unless the future is empty or already synchronised; logs failures.
+  void wait_for_stream() noexcept;
   friend class FileHandle;
   friend class RemoteHandle;
   struct Args {

@@ -3,6 +3,8 @@
  */
 #include <kvikio/stream.hpp>
 
+#include <utility>
+
 #include <kvikio/cufile/driver.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
@@ -20,7 +22,7 @@ StreamFuture::StreamFuture(
 {
 }
 
-StreamFuture::~StreamFuture() noexcept
+void StreamFuture::wait_for_stream() noexcept
 {
   if (!args_ || synchronized_) { return; }
   try {
@@ -28,6 +30,21 @@ StreamFuture::~StreamFuture() noexcept
   } catch (std::exception const& e) {
     KVIKIO_LOG_ERROR("StreamFuture: synchronising its stream failed: ", e.what());
   }
+}
+
+StreamFuture::~StreamFuture() noexcept { wait_for_stream(); }
+
+StreamFuture& StreamFuture::operator=(StreamFuture&& o) noexcept
+{
+  if (this != &o) {
+    wait_for_stream();
+    devPtr_base_  = std::exchange(o.devPtr_base_, nullptr);
+    stream_       = std::exchange(o.stream_, nullptr);
+    args_         = std::move(o.args_);
+    error_        = std::move(o.error_);
+    synchronized_ = std::exchange(o.synchronized_, false);
+  }
+  return *this;
 }
 
 std::tuple<void*, std::size_t*, off_t*, off_t*, ssize_t*, CUstream> StreamFuture::get_args() const
