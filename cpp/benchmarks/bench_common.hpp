@@ -130,18 +130,22 @@ inline void print_table(std::vector<Row> const& rows)
 }
 
 /**
- * The machine and time of a run, as JSON fields (",\"gpu\":...,\"driver\":...,\"date\":..."),
- * so that every line of results says where it was measured. The driver is the NVIDIA kernel
- * module's version (the one nvidia-smi shows), read from /proc/driver/nvidia/version: the CUDA
- * driver API only tells the CUDA version. "none" where there is no such module.
+ * The NVIDIA kernel module's version (the driver version nvidia-smi shows), from `path`: the
+ * CUDA driver API only tells the CUDA version. "none" where there is no such module.
  */
-inline std::string nvidia_driver_version()
+inline std::string nvidia_driver_version(char const* path = "/proc/driver/nvidia/version")
 {
-  std::ifstream in{"/proc/driver/nvidia/version"};
+  std::ifstream in{path};
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  <build date>", or with the open
+  // module "... Open Kernel Module for x86_64  580.159.04  Release Build ...": the first word
+  // after "Module" made of digits and dots.
   std::string word;
-  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  <build date>"
+  bool after_module = false;
   while (in >> word) {
-    if (word == "Module") { return (in >> word) ? word : "none"; }
+    after_module       = after_module || word == "Module";
+    bool const version = after_module && word.find('.') != std::string::npos &&
+                         word.find_first_not_of("0123456789.") == std::string::npos;
+    if (version) { return word; }
   }
   return "none";
 }
@@ -155,6 +159,8 @@ inline std::string utc_now()
   return date;
 }
 
+/// The machine and time of a run, as JSON fields (`,"gpu":...,"driver":...,"date":...`), so
+/// that every line of results says where it was measured.
 inline std::string machine_json_fields(std::string const& gpu, std::string const& date)
 {
   return ",\"gpu\":\"" + gpu + "\",\"driver\":\"" + nvidia_driver_version() + "\",\"date\":\"" +
