@@ -19,6 +19,9 @@
 #include <string>
 #include <vector>
 
+#include <kvikio/error.hpp>
+#include <kvikio/shim/cuda.hpp>
+
 namespace kvikio::bench {
 
 /// "8GiB", "4MiB", "512KiB", "100" (bytes); also GB/MB/KB (powers of 1000).
@@ -148,6 +151,14 @@ inline std::string nvidia_driver_version(char const* path = "/proc/driver/nvidia
     if (version) { return word; }
   }
   return "none";
+}
+
+/// The name of GPU 0 (the device every subcommand uses). Needs the CUDA driver.
+inline std::string gpu_name()
+{
+  char name[256] = {};
+  KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().DeviceGetName(name, sizeof(name), 0));
+  return name;
 }
 
 /// The current time, UTC, ISO 8601 to the second.

@@ -216,9 +216,7 @@ int run_ipc(IpcOptions const& o)
   ::close(keep[1]);  // the producer frees and exits
   int status = 0;
   ::waitpid(child, &status, 0);
-  char gpu[256] = {};
-  KVIKIO_CUDA_DRIVER_TRY(api.DeviceGetName(gpu, sizeof(gpu), 0));
-  print(rows, o.json, machine_json_fields(gpu, utc_now()));
+  print(rows, o.json, machine_json_fields(gpu_name(), utc_now()));
   std::printf("\nopen cache: %zu hits, %zu misses, %zu evictions; producer exit %d\n",
               stats.hits,
               stats.misses,

@@ -154,9 +154,7 @@ int run_local(LocalOptions const& o)
     ctx       = get_primary_cuda_context(0);
     KVIKIO_CUDA_DRIVER_TRY(api.CtxPushCurrent(ctx));
     KVIKIO_CUDA_DRIVER_TRY(api.MemAlloc(&dptr, size));
-    char name[256] = {};
-    KVIKIO_CUDA_DRIVER_TRY(api.DeviceGetName(name, sizeof(name), 0));
-    gpu = name;
+    gpu = gpu_name();
   } else {
     host.reset(static_cast<char*>(std::aligned_alloc(4096, (size + 4095) / 4096 * 4096)));
     KVIKIO_EXPECT(host != nullptr, "cannot allocate the host buffer");

@@ -110,9 +110,7 @@ int run_remote(RemoteOptions const& o)
     ctx       = get_primary_cuda_context(0);
     KVIKIO_CUDA_DRIVER_TRY(api.CtxPushCurrent(ctx));
     KVIKIO_CUDA_DRIVER_TRY(api.MemAlloc(&dptr, size));
-    char name[256] = {};
-    KVIKIO_CUDA_DRIVER_TRY(api.DeviceGetName(name, sizeof(name), 0));
-    gpu = name;
+    gpu = gpu_name();
   }
   void* const dst = device ? reinterpret_cast<void*>(dptr) : host.get();
   (void)handle.pread(dst, size, 0, task).get();  // warm: connections, pools, server cache

@@ -368,12 +368,12 @@ TEST(SettingsPage, NamesEveryVariableTheLibraryReads)
 {
   std::filesystem::path const root{KVIKIO_SOURCE_DIR};
   std::set<std::string> read_by_code;
+  // Quoted names only: the KVIKIO_* macros are not variables.
+  std::regex const quoted{"\"(KVIKIO_[A-Z0-9_]+)\""};
   for (auto const* dir : {"cpp/src", "cpp/include", "python/kvikio/kvikio"}) {
     for (auto const& entry : std::filesystem::recursive_directory_iterator(root / dir)) {
       auto const ext = entry.path().extension();
       if (ext != ".cpp" && ext != ".hpp" && ext != ".py") { continue; }
-      // Quoted names only: the KVIKIO_* macros are not variables.
-      std::regex const quoted{"\"(KVIKIO_[A-Z0-9_]+)\""};
       auto const text = read_file(entry.path());
       for (auto it = std::sregex_iterator(text.begin(), text.end(), quoted);
            it != std::sregex_iterator();

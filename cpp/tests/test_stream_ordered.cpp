@@ -168,7 +168,10 @@ TEST_P(StreamOrdered, MoveAssignmentWaitsForTheOperationItReplaces)
   kvikio::test::Stream stream;
   KVIKIO_CUDA_DRIVER_TRY(api().LaunchHostFunc(
     stream.handle,
-    [](void* user) { static_cast<std::shared_future<void>*>(user)->wait(); },
+    // Bounded: a read_async that waited for the stream would otherwise hang here, not fail.
+    [](void* user) {
+      (void)static_cast<std::shared_future<void>*>(user)->wait_for(std::chrono::seconds(10));
+    },
     &opened));
   FileHandle f{path_, "r"};
   auto future = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
