@@ -15,8 +15,8 @@ a. ci/install-deps.sh: the packages of its `packages=( ... )` array, those it ad
    exactly the `debian:` entries of dependencies.yaml, and its `npm:` entries (same version).
 
 b. CMake: every find_package / find_dependency / find_library / find_path / find_program /
-   find_file call in a CMakeLists.txt, *.cmake or *.cmake.in of the tree (build*/ and hidden
-   folders left out, comments stripped) is named by some entry's `cmake:` field, and every call
+   find_file call in a CMakeLists.txt, *.cmake or *.cmake.in that git knows (the files of rule
+   d; comments stripped) is named by some entry's `cmake:` field, and every call
    a `cmake:` field names still exists. Calls are matched by name: the package for
    find_package and find_dependency (both written find_package(X) in dependencies.yaml, so
    find_package(CURL 7.87 REQUIRED) is `find_package(CURL)`), the first file name for the
@@ -142,15 +142,26 @@ def check_install_deps(root, deps, errors):
     return len(set(debian)) + len(set(npm))
 
 
+def repo_files(root):
+    try:
+        out = subprocess.run(["git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                             check=True, capture_output=True).stdout
+        return sorted(set(p for p in out.decode().split("\0") if p))
+    except (OSError, subprocess.CalledProcessError):
+        files = []  # not a git checkout: every file but build*/ and hidden ones
+        for dirpath, dirnames, filenames in os.walk(root):
+            top = os.path.relpath(dirpath, root) == "."
+            dirnames[:] = [d for d in dirnames if not d.startswith(".") and not (top and d.startswith("build"))]
+            files += [os.path.relpath(os.path.join(dirpath, f), root) for f in filenames]
+        return sorted(files)
+
+
 # b. CMake lookups ---------------------------------------------------------------------------------
 def cmake_files(root):
-    for dirpath, dirnames, filenames in os.walk(root):
-        top = os.path.relpath(dirpath, root) == "."
-        dirnames[:] = sorted(d for d in dirnames
-                             if not d.startswith(".") and not (top and d.startswith("build")))
-        for f in sorted(filenames):
-            if f == "CMakeLists.txt" or f.endswith((".cmake", ".cmake.in")):
-                yield os.path.join(dirpath, f)
+    for rel in repo_files(root):
+        name = os.path.basename(rel)
+        if name == "CMakeLists.txt" or name.endswith((".cmake", ".cmake.in")):
+            yield os.path.join(root, rel)
 
 
 def strip_cmake_comments(text):
@@ -168,27 +179,20 @@ def strip_cmake_comments(text):
     return "\n".join(out)
 
 
-def lookup_key(command, args):
-    """('find_package', name) or ('find_library', first file name), ... from a call's arguments."""
+def lookup_key(command, args, result_variable=True):
+    """('find_package', name) or ('find_library', first file name), ... from a call's arguments.
+    A call in a CMake file has a result variable before the names (find_library(VAR NAMES x));
+    the calls `cmake:` fields write have none (find_library(x))."""
     command = command.lower()
     words = [w.strip('"') for w in args.split()]
     if command in ("find_package", "find_dependency"):
         return ("find_package", words[0]) if words else None
-    words = words[1:]  # the result variable
+    if result_variable:
+        words = words[1:]
     if words and words[0] == "NAMES":
         words = words[1:]
     names = [w for w in words if w not in FIND_KEYWORDS]
     return (command, names[0]) if names else None
-
-
-def field_key(command, args):
-    command = command.lower()
-    words = args.split()
-    if not words:
-        return None
-    if command in ("find_package", "find_dependency"):
-        return ("find_package", words[0])
-    return (command, words[0])
 
 
 def check_cmake(root, deps, errors):
@@ -214,7 +218,7 @@ def check_cmake(root, deps, errors):
         if not calls:
             errors.append(f"dependencies.yaml: {entry['name']}: cannot read cmake: {field!r}")
         for command, args in calls:
-            key = field_key(command, args)
+            key = lookup_key(command, args, result_variable=False)
             if key is None or command.lower() not in LOOKUPS:
                 errors.append(f"dependencies.yaml: {entry['name']}: cmake: {command}({args}) is not a lookup")
                 continue
@@ -303,20 +307,6 @@ def check_conda(root, deps, errors):
 
 
 # d. the version -----------------------------------------------------------------------------------
-def repo_files(root):
-    try:
-        out = subprocess.run(["git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                             check=True, capture_output=True).stdout
-        return sorted(set(p for p in out.decode().split("\0") if p))
-    except (OSError, subprocess.CalledProcessError):
-        files = []  # not a git checkout: every file but build*/ and hidden ones
-        for dirpath, dirnames, filenames in os.walk(root):
-            top = os.path.relpath(dirpath, root) == "."
-            dirnames[:] = [d for d in dirnames if not d.startswith(".") and not (top and d.startswith("build"))]
-            files += [os.path.relpath(os.path.join(dirpath, f), root) for f in filenames]
-        return sorted(files)
-
-
 def check_version(root, errors):
     version = read(os.path.join(root, "VERSION")).strip()
     if not re.fullmatch(r"\d+\.\d+\.\d+", version):
