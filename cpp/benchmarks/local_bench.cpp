@@ -166,7 +166,7 @@ int run_local(LocalOptions const& o)
   // The baselines' descriptor: with --direct, the O_DIRECT one (raw O_DIRECT throughput).
   int const fd = o.direct && file.fd(true) >= 0 ? file.fd(true) : file.fd();
   auto drop    = [&] {
-    if (read && o.drop_cache && !clear_page_cache(false, false)) { drop_file_page_cache(fd); }
+    if (read && o.drop_cache && !drop_system_page_cache(false, false)) { drop_file_page_cache(fd); }
   };
   // One untimed run: reads warm the page cache, writes give the file its blocks.
   if (!(read && o.drop_cache)) {

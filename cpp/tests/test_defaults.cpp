@@ -80,7 +80,8 @@ TEST_F(Defaults, DocumentedDefaults)
   EXPECT_EQ(defaults::remote_backend(), kvikio::RemoteBackendType::LIBCURL_EASY);
   EXPECT_EQ(defaults::remote_max_connections(), 8U);
   EXPECT_EQ(defaults::remote_io_num_reactors(), 1U);
-  EXPECT_FALSE(defaults::remote_io_max_concurrent_requests().has_value());
+  EXPECT_EQ(defaults::remote_io_max_concurrent_requests(), 0U);
+  EXPECT_EQ(defaults::remote_io_reactor_dispatch(), kvikio::RemoteReactorDispatch::PER_CHUNK);
   EXPECT_EQ(defaults::event_pool_max_per_context(), 0U);
   EXPECT_EQ(defaults::ipc_export_cache_size(), 1024U);
   EXPECT_EQ(defaults::ipc_open_cache_size(), 128U);
@@ -109,10 +110,13 @@ TEST_F(Defaults, SettersRoundTrip)
                     defaults::set_remote_backend,
                     kvikio::RemoteBackendType::LIBCURL_MULTI_POLL);
   expect_round_trip(defaults::remote_max_connections, defaults::set_remote_max_connections, 3UL);
-  expect_round_trip(defaults::remote_io_num_reactors, defaults::set_remote_io_num_reactors, 2UL);
+  expect_round_trip(defaults::remote_io_num_reactors, defaults::set_remote_io_num_reactors, 2U);
+  expect_round_trip(defaults::remote_io_reactor_dispatch,
+                    defaults::set_remote_io_reactor_dispatch,
+                    kvikio::RemoteReactorDispatch::PER_PREAD);
   expect_round_trip(defaults::remote_io_max_concurrent_requests,
                     defaults::set_remote_io_max_concurrent_requests,
-                    std::optional<std::size_t>{64});
+                    std::size_t{64});
   expect_round_trip(
     defaults::event_pool_max_per_context, defaults::set_event_pool_max_per_context, 5UL);
   expect_round_trip(defaults::ipc_export_cache_size, defaults::set_ipc_export_cache_size, 0UL);
@@ -149,19 +153,19 @@ TEST_F(Defaults, SettersRejectInvalidValues)
   expect_rejected(defaults::remote_backend,
                   defaults::set_remote_backend,
                   static_cast<kvikio::RemoteBackendType>(9),
-                  "set_remote_backend");
+                  "set_remote_io_backend");
   expect_rejected(defaults::remote_max_connections,
                   defaults::set_remote_max_connections,
                   0UL,
                   "set_remote_max_connections");
   expect_rejected(defaults::remote_io_num_reactors,
                   defaults::set_remote_io_num_reactors,
-                  0UL,
+                  0U,
                   "set_remote_io_num_reactors");
-  expect_rejected(defaults::remote_io_max_concurrent_requests,
-                  defaults::set_remote_io_max_concurrent_requests,
-                  std::optional<std::size_t>{0},
-                  "set_remote_io_max_concurrent_requests");
+  expect_rejected(defaults::remote_io_reactor_dispatch,
+                  defaults::set_remote_io_reactor_dispatch,
+                  static_cast<kvikio::RemoteReactorDispatch>(7),
+                  "set_remote_io_reactor_dispatch");
 }
 
 TEST_F(Defaults, ThreadCountResizesTheGlobalPool)

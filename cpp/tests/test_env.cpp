@@ -41,12 +41,12 @@ std::string show(T const& value)
   } else if constexpr (std::is_same_v<T, kvikio::RemoteBackendType>) {
     out << (value == kvikio::RemoteBackendType::LIBCURL_EASY ? "LIBCURL_EASY"
                                                              : "LIBCURL_MULTI_POLL");
+  } else if constexpr (std::is_same_v<T, kvikio::RemoteReactorDispatch>) {
+    out << (value == kvikio::RemoteReactorDispatch::PER_CHUNK ? "PER_CHUNK" : "PER_PREAD");
   } else if constexpr (std::is_same_v<T, std::vector<int>>) {
     for (std::size_t i = 0; i < value.size(); ++i) {
       out << (i == 0 ? "" : ",") << value[i];
     }
-  } else if constexpr (std::is_same_v<T, std::optional<std::size_t>>) {
-    out << (value ? std::to_string(*value) : "unset");
   } else {
     out << value;
   }
@@ -110,12 +110,18 @@ std::vector<Row> const rows{
    "poll"},
   {"KVIKIO_REMOTE_MAX_CONNECTIONS", FIELD(remote_max_connections), "8", "32", "32", "0"},
   {"KVIKIO_REMOTE_IO_NUM_REACTORS", FIELD(remote_io_num_reactors), "1", "4", "4", "0"},
+  {"KVIKIO_REMOTE_IO_REACTOR_DISPATCH",
+   FIELD(remote_io_reactor_dispatch),
+   "PER_CHUNK",
+   "per_pread",
+   "PER_PREAD",
+   "sideways"},
   {"KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS",
    FIELD(remote_io_max_concurrent_requests),
-   "unset",
+   "0",
    "64",
    "64",
-   "0"},
+   "-1"},
   {"KVIKIO_EVENT_POOL_MAX_PER_CONTEXT", FIELD(event_pool_max_per_context), "0", "16", "16", "x"},
   {"KVIKIO_IPC_EXPORT_CACHE_SIZE", FIELD(ipc_export_cache_size), "1024", "0", "0", "-1"},
   {"KVIKIO_IPC_OPEN_CACHE_SIZE", FIELD(ipc_open_cache_size), "128", "7", "7", "big"},

@@ -4,13 +4,20 @@
  * File sizes and page-cache helpers.
  */
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <linux/magic.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
+#include <kvikio/file_handle.hpp>
 #include <kvikio/file_utils.hpp>
+#include <kvikio/utils.hpp>
 
 #include "common/device.hpp"
 #include "common/temp_dir.hpp"
@@ -38,7 +45,7 @@ TEST(FileUtils, SizesAndPageCache)
     EXPECT_LT(after, 11U);         // the kernel may keep some, but not all of a clean file
   }
   ::close(fd);
-  EXPECT_THROW(kvikio::get_file_size(dir.file("missing")), kvikio::GenericSystemError);
+  EXPECT_THROW((void)kvikio::get_file_size(dir.file("missing")), kvikio::GenericSystemError);
   EXPECT_THROW(kvikio::get_page_cache_info(dir.file("missing")), kvikio::GenericSystemError);
 }
 
@@ -50,6 +57,126 @@ TEST(FileUtils, EmptyFile)
   auto [cached, total] = kvikio::get_page_cache_info(path);
   EXPECT_EQ(cached, 0U);
   EXPECT_EQ(total, 0U);
+}
+
+TEST(FileUtils, FileWrapperAndOpenHelpers)
+{
+  kvikio::test::TempDir dir;
+  auto const path = dir.file("file");
+  kvikio::test::write_file(path, kvikio::test::pattern(10000, 3));
+
+  EXPECT_EQ(kvikio::open_fd_parse_flags("r", false) & O_ACCMODE, O_RDONLY);
+  EXPECT_EQ(kvikio::open_fd_parse_flags("r+", false) & O_ACCMODE, O_RDWR);
+  EXPECT_EQ(kvikio::open_fd_parse_flags("w", false) & (O_ACCMODE | O_CREAT | O_TRUNC),
+            O_WRONLY | O_CREAT | O_TRUNC);
+  EXPECT_EQ(kvikio::open_fd_parse_flags("w+", false) & (O_ACCMODE | O_CREAT | O_TRUNC),
+            O_RDWR | O_CREAT | O_TRUNC);
+  EXPECT_NE(kvikio::open_fd_parse_flags("r", true) & O_DIRECT, 0);
+  EXPECT_NE(kvikio::open_fd_parse_flags("r", false) & O_CLOEXEC, 0);
+  EXPECT_THROW((void)kvikio::open_fd_parse_flags("a", false), std::invalid_argument);
+  EXPECT_THROW((void)kvikio::open_fd_parse_flags("", false), std::invalid_argument);
+
+  int const fd = kvikio::open_fd(path, "r", false, kvikio::FileHandle::m644);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(kvikio::open_flags(fd) & O_ACCMODE, O_RDONLY);
+  EXPECT_EQ(kvikio::get_file_size(fd), 10000U);
+  EXPECT_EQ(kvikio::get_file_size(path), 10000U);
+  ::close(fd);
+  EXPECT_THROW((void)kvikio::open_fd(dir.file("missing"), "r", false, kvikio::FileHandle::m644),
+               kvikio::GenericSystemError);
+
+  kvikio::FileWrapper wrapper;
+  EXPECT_FALSE(wrapper.opened());
+  EXPECT_EQ(wrapper.fd(), -1);
+  wrapper.open(path, "r", false, kvikio::FileHandle::m644);
+  EXPECT_TRUE(wrapper.opened());
+  EXPECT_EQ(kvikio::get_file_size(wrapper.fd()), 10000U);
+  kvikio::FileWrapper moved{std::move(wrapper)};
+  EXPECT_FALSE(wrapper.opened());  // NOLINT(bugprone-use-after-move): the moved-from state is API
+  EXPECT_TRUE(moved.opened());
+  moved.close();
+  EXPECT_FALSE(moved.opened());
+  kvikio::FileWrapper direct(path, "w", false, kvikio::FileHandle::m644);
+  EXPECT_EQ(kvikio::get_file_size(path), 0U);
+
+  kvikio::CUFileHandleWrapper cufile_handle;
+  EXPECT_FALSE(cufile_handle.registered());
+  cufile_handle.unregister_handle();  // not registered: nothing to do
+  EXPECT_FALSE(cufile_handle.registered());
+}
+
+TEST(FileUtils, PageCacheInfoAfterReadAndDrop)
+{
+  kvikio::test::TempDir dir;
+  auto const path        = dir.file("cached");
+  std::size_t const page = kvikio::get_page_size();
+  kvikio::test::write_file(path, kvikio::test::pattern(64 * page + 100, 3));
+  // Written pages are dirty: drop_file_page_cache syncs them first (sync_first), so they can go.
+  kvikio::drop_file_page_cache(path);
+  auto const [cached_before, total] = kvikio::get_page_cache_info(path);
+  EXPECT_EQ(total, 65U);
+  // Read the first 16 pages: they are resident afterwards.
+  {
+    int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    std::vector<char> buf(16 * page);
+    ASSERT_EQ(::pread(fd, buf.data(), buf.size(), 0), static_cast<ssize_t>(buf.size()));
+    auto const [cached_fd, total_fd] = kvikio::get_page_cache_info(fd);
+    EXPECT_EQ(total_fd, 65U);
+    EXPECT_GE(cached_fd, 16U);
+    // A range: the first 8 pages are all resident.
+    auto const [cached_range, total_range] = kvikio::get_page_cache_info(fd, 0, 8 * page);
+    EXPECT_EQ(total_range, 8U);
+    EXPECT_EQ(cached_range, 8U);
+    kvikio::drop_file_page_cache(fd, 0, 0, false);
+    ::close(fd);
+  }
+  auto const [cached_after, total_after] = kvikio::get_page_cache_info(path);
+  EXPECT_EQ(total_after, 65U);
+  struct statfs fs {};
+  ASSERT_EQ(::statfs(path.c_str(), &fs), 0);
+  if (fs.f_type != TMPFS_MAGIC) {  // tmpfs pages are the file itself: they cannot be dropped
+    EXPECT_LT(cached_after, 16U);  // the kernel may keep some, but not the 16 just read
+  }
+  (void)cached_before;
+  EXPECT_THROW((void)kvikio::get_page_cache_info(dir.file("missing")),
+               kvikio::GenericSystemError);
+}
+
+TEST(FileUtils, DropSystemPageCacheWithoutPrivilegeReturnsFalse)
+{
+  // Root in this container may still be refused (a read-only /proc/sys): either way no throw.
+  bool const dropped = kvikio::drop_system_page_cache(false, false);
+  if (::geteuid() != 0) { EXPECT_FALSE(dropped); }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  EXPECT_EQ(kvikio::clear_page_cache(false, false), kvikio::drop_system_page_cache(false, false));
+#pragma GCC diagnostic pop
+}
+
+TEST(FileUtils, BlockDeviceInfo)
+{
+  kvikio::test::TempDir dir;
+  auto const path = dir.file("f");
+  kvikio::test::write_file(path, kvikio::test::pattern(10, 3));
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  std::string const sysfs = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
+                            std::to_string(minor(st.st_dev));
+  if (::access(sysfs.c_str(), F_OK) != 0) {
+    // tmpfs or overlayfs: no block device, which upstream reports as a system error.
+    EXPECT_THROW((void)kvikio::get_block_device_info(path), kvikio::GenericSystemError);
+  } else {
+    auto const info = kvikio::get_block_device_info(path);
+    // The whole disk (or NVMe controller): its own dev file names it.
+    EXPECT_EQ(info.id, makedev(info.major, info.minor));
+    EXPECT_FALSE(info.name.empty());
+    EXPECT_EQ(info.name.find('/'), std::string::npos);
+    auto const again = kvikio::get_block_device_info(path);
+    EXPECT_EQ(again.id, info.id);
+  }
+  EXPECT_THROW((void)kvikio::get_block_device_info(dir.file("missing")),
+               kvikio::GenericSystemError);
 }
 
 }  // namespace

@@ -192,7 +192,7 @@ TEST_F(IoUring, ReadPastTheEndIsAnOutOfRangeError)
     kvikio::detail::io_uring_transfer_all(
       true, fd_, reinterpret_cast<std::byte*>(buf.data()), buf.size(), content_.size() - 1000);
     FAIL() << "a read past the end succeeded";
-  } catch (std::out_of_range const& e) {
+  } catch (kvikio::detail::EndOfFileError const& e) {
     EXPECT_NE(std::string{e.what()}.find("past the end"), std::string::npos) << e.what();
   }
   // The ring is whole: the next transfer works.

@@ -420,7 +420,7 @@ TEST_P(StreamOrdered, FailedTaskIsReportedAndReleasesTheStream)
   try {
     (void)future.check_bytes_done();
     FAIL() << "a read of a truncated file succeeded";
-  } catch (std::out_of_range const& e) {  // as the task threw it
+  } catch (kvikio::CUfileException const& e) {  // as the task threw it
     EXPECT_NE(std::string{e.what()}.find("past the end"), std::string::npos) << e.what();
   }
   kvikio::test::write_file(path_, content_);  // and the next operation works

@@ -22,6 +22,18 @@
 namespace kvikio {
 
 /**
+ * @brief Page-aligned pageable host memory (`std::aligned_alloc`), suitable for `O_DIRECT`
+ * host I/O.
+ */
+class PageAlignedAllocator {
+ public:
+  /// @throws std::bad_alloc if the allocation fails.
+  static void* allocate(std::size_t size);
+  /// @brief Frees.
+  static void deallocate(void* buffer, std::size_t size) noexcept;
+};
+
+/**
  * @brief Page-aligned pinned host memory from `cuMemHostAlloc` (portable: usable from every
  * CUDA context), suitable for `O_DIRECT`.
  */
@@ -32,6 +44,12 @@ class CudaPinnedAllocator {
   /// @brief Frees; a failure is logged, not thrown.
   static void deallocate(void* buffer, std::size_t size) noexcept;
 };
+
+/**
+ * @brief Upstream's name for pinned memory that is also page-aligned: what
+ * CudaPinnedAllocator's `cuMemHostAlloc` gives already.
+ */
+class CudaPageAlignedPinnedAllocator : public CudaPinnedAllocator {};
 
 /**
  * @brief A LIFO pool of fixed-size buffers from `Allocator`, sized by
@@ -62,12 +80,27 @@ class BounceBufferPool {
       : pool_{o.pool_}, ptr_{std::exchange(o.ptr_, nullptr)}, size_{o.size_}
     {
     }
-    Buffer& operator=(Buffer&&)      = delete;
+    /// @brief Returns this buffer's memory to its pool and takes over the loan of `o`.
+    Buffer& operator=(Buffer&& o) noexcept
+    {
+      if (this != &o) {
+        if (ptr_ != nullptr) { pool_->put(ptr_, size_); }
+        pool_ = o.pool_;
+        ptr_  = std::exchange(o.ptr_, nullptr);
+        size_ = o.size_;
+      }
+      return *this;
+    }
     Buffer(Buffer const&)            = delete;
     Buffer& operator=(Buffer const&) = delete;
 
     /// @brief The memory; still owned by this buffer (null once moved from).
     [[nodiscard]] void* get() const noexcept { return ptr_; }
+    /// @brief The address `offset` bytes into the memory.
+    [[nodiscard]] void* get(std::ptrdiff_t offset) const noexcept
+    {
+      return static_cast<std::byte*>(ptr_) + offset;
+    }
     /// @brief The buffer's size in bytes.
     [[nodiscard]] std::size_t size() const noexcept { return size_; }
 
@@ -83,6 +116,15 @@ class BounceBufferPool {
 
   /// @brief Buffers waiting in the pool (not those on loan).
   [[nodiscard]] std::size_t num_free_buffers() const;
+
+  /// @brief The size of the buffers get() hands out now (`defaults::bounce_buffer_size()`).
+  [[nodiscard]] std::size_t buffer_size() const;
+
+  /**
+   * @brief Takes back a buffer of `size` bytes from `Allocator`: kept if it has the current
+   * size, freed otherwise. Buffers return here by themselves when destroyed.
+   */
+  void put(void* ptr, std::size_t size) noexcept;
 
   /// @brief Frees every buffer waiting in the pool; returns how many.
   std::size_t clear();
@@ -101,8 +143,6 @@ class BounceBufferPool {
   static BounceBufferPool& instance();
 
  private:
-  void put(void* ptr, std::size_t size) noexcept;
-
   mutable std::mutex mutex_;
   std::vector<void*> free_;
   std::size_t buffer_size_{0};
@@ -207,7 +247,15 @@ class BounceBufferRing {
   std::size_t current_;
 };
 
+extern template class BounceBufferPool<PageAlignedAllocator>;
 extern template class BounceBufferPool<CudaPinnedAllocator>;
+extern template class BounceBufferPool<CudaPageAlignedPinnedAllocator>;
+/// @brief A pool of page-aligned pageable buffers.
+using PageAlignedBounceBufferPool = BounceBufferPool<PageAlignedAllocator>;
+/// @brief A pool of pinned buffers (the one device I/O stages through).
+using CudaPinnedBounceBufferPool = BounceBufferPool<CudaPinnedAllocator>;
+/// @brief A pool of page-aligned pinned buffers.
+using CudaPageAlignedPinnedBounceBufferPool = BounceBufferPool<CudaPageAlignedPinnedAllocator>;
 extern template class BounceBufferRing<CudaPinnedAllocator>;
 
 }  // namespace kvikio

@@ -11,6 +11,7 @@
 #include <string>
 
 #include <kvikio/compat_mode.hpp>
+#include <kvikio/file_utils.hpp>
 #include <kvikio/shim/cufile_h_wrapper.hpp>
 
 namespace kvikio {
@@ -33,13 +34,10 @@ class CompatModeManager {
    */
   CompatModeManager(std::string const& file_path, int fd, CompatMode requested);
 
-  ~CompatModeManager() noexcept;
   /// @brief Takes over the cuFile handle of `o`, which keeps its mode but no longer owns one.
-  CompatModeManager(CompatModeManager&& o) noexcept;
+  CompatModeManager(CompatModeManager&& o) noexcept = default;
   /// @brief Deregisters this manager's cuFile handle, if any, then takes over that of `o`.
-  CompatModeManager& operator=(CompatModeManager&& o) noexcept;
-  CompatModeManager(CompatModeManager const&)            = delete;
-  CompatModeManager& operator=(CompatModeManager const&) = delete;
+  CompatModeManager& operator=(CompatModeManager&& o) noexcept = default;
 
   /// @brief Whether I/O goes through POSIX.
   [[nodiscard]] bool is_compat_mode_preferred() const noexcept;
@@ -49,13 +47,17 @@ class CompatModeManager {
   [[nodiscard]] CompatMode compat_mode_requested() const noexcept;
   /// @brief The registered cuFile handle (null in compat mode).
   [[nodiscard]] CUfileHandle_t cufile_handle() const noexcept;
+  /**
+   * @brief Checks that asynchronous I/O can honour the requested mode.
+   * @throws std::runtime_error if compat mode OFF was asked for but cuFile's stream API is
+   * missing, so that asynchronous I/O would run through POSIX.
+   */
+  void validate_compat_mode_for_async() const;
 
  private:
-  void release() noexcept;
-
   CompatMode requested_{CompatMode::AUTO};
   bool compat_{true};
-  CUfileHandle_t cufile_handle_{nullptr};
+  CUFileHandleWrapper cufile_handle_;
 };
 
 }  // namespace kvikio

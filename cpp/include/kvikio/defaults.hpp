@@ -33,10 +33,30 @@ enum class LocalIOBackend : uint8_t {
   IO_URING,  ///< io_uring submissions
 };
 
-/// @brief Transport for remote I/O (`KVIKIO_REMOTE_BACKEND`).
-enum class RemoteBackendType : uint8_t {
-  LIBCURL_EASY,        ///< one blocking libcurl easy transfer per task on the thread pool
-  LIBCURL_MULTI_POLL,  ///< reactor threads multiplexing transfers with `curl_multi_poll`
+/**
+ * @brief Transport for remote I/O (`KVIKIO_REMOTE_IO_BACKEND`, or `KVIKIO_REMOTE_BACKEND`).
+ *
+ * Upstream's names; `LIBCURL_EASY` and `LIBCURL_MULTI_POLL` are this project's spellings of the
+ * same two values.
+ */
+enum class RemoteIOBackend : uint8_t {
+  EASY_THREADPOOL = 0,  ///< one blocking libcurl easy transfer per task on the thread pool
+  MULTI_POLL      = 1,  ///< reactor threads multiplexing transfers with `curl_multi_poll`
+  LIBCURL_EASY       = EASY_THREADPOOL,  ///< the same as EASY_THREADPOOL
+  LIBCURL_MULTI_POLL = MULTI_POLL,       ///< the same as MULTI_POLL
+};
+
+/// @brief This project's name of RemoteIOBackend.
+using RemoteBackendType = RemoteIOBackend;
+
+/**
+ * @brief How the chunks of one remote `pread` are dealt to multi-poll reactors
+ * (`KVIKIO_REMOTE_IO_REACTOR_DISPATCH`); with one reactor both are the same.
+ */
+enum class RemoteReactorDispatch : uint8_t {
+  PER_CHUNK = 0,  ///< chunks round robin over the reactors: the load is spread evenly
+  PER_PREAD = 1,  ///< all chunks of a pread on one reactor (round robin per pread): they share
+                  ///< its connections, which saves TLS handshakes
 };
 
 namespace detail {
@@ -80,9 +100,11 @@ struct Settings {
   /// @brief See defaults::remote_max_connections().
   std::size_t remote_max_connections{8};
   /// @brief See defaults::remote_io_num_reactors().
-  std::size_t remote_io_num_reactors{1};
+  unsigned int remote_io_num_reactors{1};
+  /// @brief See defaults::remote_io_reactor_dispatch().
+  RemoteReactorDispatch remote_io_reactor_dispatch{RemoteReactorDispatch::PER_CHUNK};
   /// @brief See defaults::remote_io_max_concurrent_requests().
-  std::optional<std::size_t> remote_io_max_concurrent_requests{};
+  std::size_t remote_io_max_concurrent_requests{0};
   /// @brief See defaults::event_pool_max_per_context().
   std::size_t event_pool_max_per_context{0};
   /// @brief See defaults::ipc_export_cache_size().
@@ -101,6 +123,8 @@ struct Settings {
 LocalIOBackend parse_local_io_backend(std::string_view name, std::string_view value);
 /// @brief Parses `LIBCURL_EASY|LIBCURL_MULTI_POLL` or `EASY_THREADPOOL|MULTI_POLL` (any case).
 RemoteBackendType parse_remote_backend(std::string_view name, std::string_view value);
+/// @brief Parses `PER_CHUNK|PER_PREAD` (any case). @throws std::invalid_argument
+RemoteReactorDispatch parse_reactor_dispatch(std::string_view name, std::string_view value);
 }  // namespace detail
 
 /**
@@ -184,8 +208,13 @@ class defaults {
   /// @throws std::invalid_argument if `timeout_seconds` is not positive.
   static void set_http_timeout(long timeout_seconds);
 
-  /// @brief HTTP statuses that are retried (`KVIKIO_HTTP_STATUS_CODES`).
-  [[nodiscard]] static std::vector<int> http_status_codes();
+  /**
+   * @brief HTTP statuses that are retried (`KVIKIO_HTTP_STATUS_CODES`).
+   *
+   * The reference is to this thread's copy, taken at the call: valid until this thread calls
+   * again, and never changed by another thread's set_http_status_codes().
+   */
+  [[nodiscard]] static std::vector<int> const& http_status_codes();
   /// @brief Sets http_status_codes().
   /// @throws std::invalid_argument if a code is outside 100..599.
   static void set_http_status_codes(std::vector<int> status_codes);
@@ -217,10 +246,15 @@ class defaults {
   /// @throws std::invalid_argument if `backend` is not one of the named values.
   static void set_local_io_backend(LocalIOBackend backend);
 
-  /// @brief Remote transport (`KVIKIO_REMOTE_BACKEND` or `KVIKIO_REMOTE_IO_BACKEND`).
+  /// @brief Remote transport (`KVIKIO_REMOTE_IO_BACKEND` or `KVIKIO_REMOTE_BACKEND`,
+  /// EASY_THREADPOOL).
+  [[nodiscard]] static RemoteIOBackend remote_io_backend();
+  /// @brief Sets remote_io_backend().
+  /// @throws std::invalid_argument if `backend` is not one of the named values.
+  static void set_remote_io_backend(RemoteIOBackend backend);
+  /// @brief remote_io_backend() under this project's name.
   [[nodiscard]] static RemoteBackendType remote_backend();
-  /// @brief Sets remote_backend().
-  /// @throws std::invalid_argument if `remote_backend` is not one of the named values.
+  /// @brief set_remote_io_backend() under this project's name.
   static void set_remote_backend(RemoteBackendType remote_backend);
 
   /// @brief Transfers in flight per reactor (`KVIKIO_REMOTE_MAX_CONNECTIONS`, 8).
@@ -230,17 +264,26 @@ class defaults {
   static void set_remote_max_connections(std::size_t remote_max_connections);
 
   /// @brief Reactor threads of the multi-poll transport (`KVIKIO_REMOTE_IO_NUM_REACTORS`, 1).
-  [[nodiscard]] static std::size_t remote_io_num_reactors();
+  [[nodiscard]] static unsigned int remote_io_num_reactors();
   /// @brief Sets remote_io_num_reactors().
   /// @throws std::invalid_argument if `num_reactors` is 0.
-  static void set_remote_io_num_reactors(std::size_t num_reactors);
+  static void set_remote_io_num_reactors(unsigned int num_reactors);
 
-  /// @brief Transfers in flight across all reactors, overriding the per-reactor value when set
-  /// (`KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS`, unset).
-  [[nodiscard]] static std::optional<std::size_t> remote_io_max_concurrent_requests();
-  /// @brief Sets remote_io_max_concurrent_requests(); std::nullopt unsets it.
-  /// @throws std::invalid_argument if `max_requests` holds 0.
-  static void set_remote_io_max_concurrent_requests(std::optional<std::size_t> max_requests);
+  /// @brief How one pread's chunks are dealt to the reactors
+  /// (`KVIKIO_REMOTE_IO_REACTOR_DISPATCH`, PER_CHUNK).
+  [[nodiscard]] static RemoteReactorDispatch remote_io_reactor_dispatch();
+  /// @brief Sets remote_io_reactor_dispatch().
+  /// @throws std::invalid_argument if `dispatch` is not one of the named values.
+  static void set_remote_io_reactor_dispatch(RemoteReactorDispatch dispatch);
+
+  /**
+   * @brief Transfers in flight across all reactors (`KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS`);
+   * 0, the default, sets no total: each reactor then keeps remote_max_connections() in flight.
+   * A total is shared equally by the reactors, at least one each.
+   */
+  [[nodiscard]] static std::size_t remote_io_max_concurrent_requests();
+  /// @brief Sets remote_io_max_concurrent_requests() (0: no total).
+  static void set_remote_io_max_concurrent_requests(std::size_t max_requests);
 
   /// @brief Free events kept per CUDA context; 0 = unbounded
   /// (`KVIKIO_EVENT_POOL_MAX_PER_CONTEXT`, 0).

@@ -8,6 +8,7 @@
  * @brief FileHandle: a local file read and written to and from host or device memory.
  */
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -22,6 +23,7 @@
 
 #include <kvikio/compat_mode.hpp>
 #include <kvikio/compat_mode_manager.hpp>
+#include <kvikio/file_utils.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/stream.hpp>
 #include <kvikio/threadpool_wrapper.hpp>
@@ -81,7 +83,7 @@ class FileHandle {
   /// @brief `fcntl(F_GETFL)` of that descriptor. @throws kvikio::GenericSystemError
   [[nodiscard]] int fd_open_flags(bool o_direct = false) const;
 
-  /// @brief File size, cached; kept correct after writes through this handle.
+  /// @brief File size, cached; kept correct after writes through this handle; 0 if closed.
   [[nodiscard]] std::size_t nbytes() const;
 
   /// @brief Whether the O_DIRECT descriptor could be opened.
@@ -98,7 +100,8 @@ class FileHandle {
    * on it (which KvikIO's own streams do not wait for) has landed. Upstream does this for cuFile
    * only; here it holds for POSIX I/O too.
    * @return bytes read.
-   * @throws std::out_of_range if the file ends first; kvikio::CUfileException or
+   * @throws kvikio::CUfileException "POSIX error on pread: EOF" if the file ends first;
+   * kvikio::CUfileException or
    * kvikio::GenericSystemError on I/O errors.
    * @throws std::invalid_argument if `devPtr_base` is null and `size` is not 0.
    * @throws std::overflow_error if `file_offset + size` does not fit a file offset.
@@ -224,7 +227,8 @@ class FileHandle {
                    std::size_t size,
                    std::size_t file_offset,
                    char const* what) const;
-  void check_writable() const;
+  // Throws CUfileException "POSIX error: Operation not permitted" if the flags forbid `dir`.
+  void check_allowed(Direction dir) const;
   void grew_to(std::size_t end) noexcept;
   [[nodiscard]] ThreadPool* pool_for(ThreadPool* requested) const;
 
@@ -232,7 +236,7 @@ class FileHandle {
   std::string flags_;
   int fd_{-1};
   int fd_direct_{-1};
-  bool writable_{false};
+  int access_mode_{O_RDONLY};  // O_RDONLY, O_WRONLY or O_RDWR
   dev_t device_{};
   std::atomic<std::size_t> nbytes_{0};  // size at open, grown by writes through this handle
   CompatModeManager compat_;

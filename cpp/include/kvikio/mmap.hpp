@@ -57,13 +57,13 @@ class MmapHandle {
   MmapHandle& operator=(MmapHandle const&) = delete;
   ~MmapHandle() noexcept;
 
-  /// @brief Bytes mapped, as given to (or defaulted by) the constructor.
+  /// @brief Bytes mapped, as given to (or defaulted by) the constructor; 0 if closed.
   [[nodiscard]] std::size_t initial_map_size() const noexcept;
-  /// @brief File offset, in bytes, of the first byte mapped.
+  /// @brief File offset, in bytes, of the first byte mapped; 0 if closed.
   [[nodiscard]] std::size_t initial_map_offset() const noexcept;
-  /// @brief Size of the file when it was opened.
+  /// @brief Size of the file when it was opened; 0 if closed.
   [[nodiscard]] std::size_t file_size() const;
-  /// @brief Bytes mapped (initial_map_size()).
+  /// @brief file_size(), as upstream defines it (not the bytes mapped).
   [[nodiscard]] std::size_t nbytes() const;
   /// @brief Whether the handle is closed (default-constructed, moved from, or close()d).
   [[nodiscard]] bool closed() const noexcept;
@@ -74,13 +74,14 @@ class MmapHandle {
   /**
    * @brief Copies `size` bytes at file offset `offset` into `buf` (host or device memory).
    * @param buf destination, host or device memory; may be null only if no bytes are read.
-   * @param size default: from `offset` to the end of the mapping.
+   * @param size default: from `offset` to the end of the file (which must be mapped).
    * @param offset file offset, in bytes (not relative to the mapping), of the first byte read.
    * @return bytes read.
-   * @throws std::out_of_range if `[offset, offset + size)` is not within the mapping, or the file
-   * has since shrunk below its end.
+   * @throws std::out_of_range "Offset is past the end of file" if `offset` is past the file's
+   * end; "Read is out of bound" if `[offset, offset + size)` is not within the mapping; or if the
+   * file has since shrunk below its end.
    * @throws std::invalid_argument if `buf` is null and bytes are to be read.
-   * @throws kvikio::CUfileException if the handle is closed.
+   * @throws std::runtime_error "Cannot read from a closed MmapHandle".
    */
   std::size_t read(void* buf,
                    std::optional<std::size_t> size = std::nullopt,

@@ -14,6 +14,8 @@
 
 #include <kvikio/threadpool_wrapper.hpp>
 
+#include <kvikio/utils.hpp>
+
 namespace kvikio {
 
 /**
@@ -39,14 +41,5 @@ std::future<std::size_t> parallel_io(ChunkOperation op,
                                      std::size_t task_size,
                                      ThreadPool* pool,
                                      std::size_t alignment = 0);
-
-/// @brief A future that is already ready with `value`.
-template <typename T>
-std::future<T> make_ready_future(T value)
-{
-  std::promise<T> promise;
-  promise.set_value(std::move(value));
-  return promise.get_future();
-}
 
 }  // namespace kvikio

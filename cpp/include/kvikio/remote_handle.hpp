@@ -126,8 +126,8 @@ class S3Endpoint : public RemoteEndpoint {
    * @throws std::invalid_argument if a region is needed and neither given nor in the environment.
    */
   static std::string url_from_bucket_and_object(
-    std::string const& bucket_name,
-    std::string const& object_name,
+    std::string bucket_name,
+    std::string object_name,
     std::optional<std::string> aws_region       = std::nullopt,
     std::optional<std::string> aws_endpoint_url = std::nullopt);
   /// @brief ("bucket", "object") of "s3://bucket/object". @throws std::invalid_argument
@@ -194,7 +194,7 @@ class RemoteHandle {
    * @throws std::invalid_argument for an unsupported or disallowed type or a bad URL;
    * std::runtime_error if the size request fails.
    */
-  static RemoteHandle open(std::string url,
+  static RemoteHandle open(std::string const& url,
                            RemoteEndpointType type = RemoteEndpointType::AUTO,
                            std::optional<std::vector<RemoteEndpointType>> allow_list = std::nullopt,
                            std::optional<std::size_t> nbytes = std::nullopt);

@@ -10,16 +10,65 @@
  * Without a CUDA driver every pointer is host memory and the context functions throw.
  */
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <future>
+#include <limits>
 #include <optional>
+#include <stdexcept>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include <cuda.h>
 
+#include <kvikio/error.hpp>
+
 namespace kvikio {
+
+/// @brief The size of a memory page (`sysconf(_SC_PAGESIZE)`), read once.
+[[nodiscard]] std::size_t get_page_size();
+
+/**
+ * @brief `x` as an `off_t`.
+ * @throws std::overflow_error if `x` does not fit.
+ */
+[[nodiscard]] off_t convert_size2off(std::size_t x);
+
+/**
+ * @brief `x` as an `ssize_t`.
+ * @throws std::overflow_error if `x` does not fit.
+ */
+[[nodiscard]] ssize_t convert_size2ssize(std::size_t x);
+
+/**
+ * @brief An integer widened to `std::int64_t`.
+ * @throws std::overflow_error if an unsigned value does not fit.
+ */
+template <typename T, std::enable_if_t<std::is_integral_v<T>>* = nullptr>
+[[nodiscard]] std::int64_t convert_to_64bit(T value)
+{
+  if constexpr (std::numeric_limits<T>::max() > std::numeric_limits<std::int64_t>::max()) {
+    KVIKIO_EXPECT(value <= static_cast<T>(std::numeric_limits<std::int64_t>::max()),
+                  "convert_to_64bit(x): x too large to fit std::int64_t (x = " +
+                    std::to_string(value) + ")",
+                  std::overflow_error);
+  }
+  return static_cast<std::int64_t>(value);
+}
+
+/// @brief A `std::uint64_t` as it is.
+[[nodiscard]] inline std::uint64_t convert_to_64bit(std::uint64_t value) { return value; }
+
+/// @brief A floating-point value widened to `double`.
+template <typename T, std::enable_if_t<std::is_floating_point_v<T>>* = nullptr>
+[[nodiscard]] double convert_to_64bit(T value)
+{
+  return static_cast<double>(value);
+}
 
 /// @brief A pointer as the driver's `CUdeviceptr`.
 [[nodiscard]] inline CUdeviceptr convert_void2deviceptr(void const* devPtr) noexcept
@@ -69,7 +118,7 @@ namespace kvikio {
 class PushAndPopContext {
  public:
   /// @throws kvikio::CUfileException if the push fails.
-  explicit PushAndPopContext(CUcontext ctx);
+  PushAndPopContext(CUcontext ctx);  // NOLINT(google-explicit-constructor): upstream's signature
   /// @brief Pushes `get_context_from_pointer(devPtr)`.
   explicit PushAndPopContext(void const* devPtr);
   /// @brief Pops; a failure is logged, not thrown.
@@ -93,10 +142,26 @@ class PushAndPopContext {
 [[nodiscard]] std::tuple<void*, std::size_t, std::size_t> get_alloc_info(void const* devPtr,
                                                                          CUcontext* ctx = nullptr);
 
-/// @brief Whether a future is ready, without blocking.
+/// @brief A future that already holds `t`.
+template <typename T>
+[[nodiscard]] std::future<std::decay_t<T>> make_ready_future(T&& t)
+{
+  std::promise<std::decay_t<T>> promise;
+  auto future = promise.get_future();
+  promise.set_value(std::forward<T>(t));
+  return future;
+}
+
+/**
+ * @brief Whether a future is ready, without blocking.
+ * @throws std::invalid_argument if `future` has no shared state (default-constructed or taken).
+ */
 template <typename T>
 [[nodiscard]] bool is_future_done(T const& future)
 {
+  KVIKIO_EXPECT(future.valid(),
+                "The future object does not refer to a valid shared state.",
+                std::invalid_argument);
   return future.wait_for(std::chrono::seconds::zero()) != std::future_status::timeout;
 }
 

@@ -63,6 +63,14 @@ RemoteBackendType parse_remote_backend(std::string_view name, std::string_view v
                               "EASY_THREADPOOL or MULTI_POLL)");
 }
 
+RemoteReactorDispatch parse_reactor_dispatch(std::string_view name, std::string_view value)
+{
+  if (iequals(value, "PER_CHUNK")) { return RemoteReactorDispatch::PER_CHUNK; }
+  if (iequals(value, "PER_PREAD")) { return RemoteReactorDispatch::PER_PREAD; }
+  throw std::invalid_argument(std::string{name} + "=" + std::string{value} +
+                              ": expected PER_CHUNK or PER_PREAD");
+}
+
 Settings Settings::from_environment()
 {
   Settings s;
@@ -91,10 +99,11 @@ Settings Settings::from_environment()
   }
   read_env(s.remote_max_connections, "KVIKIO_REMOTE_MAX_CONNECTIONS", unsigned_in(1, u64_max));
   read_env(s.remote_io_num_reactors, "KVIKIO_REMOTE_IO_NUM_REACTORS", unsigned_in(1, 1024));
-  if (auto text = getenv_trimmed("KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS")) {
-    s.remote_io_max_concurrent_requests =
-      parse_unsigned("KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS", *text, 1, u64_max);
-  }
+  read_env(
+    s.remote_io_reactor_dispatch, "KVIKIO_REMOTE_IO_REACTOR_DISPATCH", parse_reactor_dispatch);
+  read_env(s.remote_io_max_concurrent_requests,
+           "KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS",
+           unsigned_in(0, u64_max));
   read_env(
     s.event_pool_max_per_context, "KVIKIO_EVENT_POOL_MAX_PER_CONTEXT", unsigned_in(0, u64_max));
   read_env(s.ipc_export_cache_size, "KVIKIO_IPC_EXPORT_CACHE_SIZE", unsigned_in(0, u64_max));
@@ -144,11 +153,11 @@ void set(V value)
 }
 
 template <typename T>
-void expect_positive(char const* setter, T value)
+void expect_positive(char const* setter, char const* what, T value)
 {
   if (value <= 0) {
-    throw std::invalid_argument(std::string{"defaults::"} + setter + "(" + std::to_string(value) +
-                                "): expected a positive value");
+    throw std::invalid_argument(std::string{what} + " must be a positive integer (defaults::" +
+                                setter + "(" + std::to_string(value) + "))");
   }
 }
 
@@ -240,7 +249,7 @@ ThreadPool& defaults::thread_pool() { return state().pool; }
 unsigned int defaults::thread_pool_nthreads() { return state().pool.get_thread_count(); }
 void defaults::set_thread_pool_nthreads(unsigned int nthreads)
 {
-  expect_positive("set_thread_pool_nthreads", nthreads);
+  expect_positive("set_thread_pool_nthreads", "number of threads", nthreads);
   state().pool.reset(nthreads);
 }
 unsigned int defaults::num_threads() { return thread_pool_nthreads(); }
@@ -249,7 +258,7 @@ void defaults::set_num_threads(unsigned int nthreads) { set_thread_pool_nthreads
 std::size_t defaults::task_size() { return get<&Settings::task_size>(); }
 void defaults::set_task_size(std::size_t nbytes)
 {
-  expect_positive("set_task_size", nbytes);
+  expect_positive("set_task_size", "task size", nbytes);
   set<&Settings::task_size>(nbytes);
 }
 
@@ -259,32 +268,38 @@ void defaults::set_gds_threshold(std::size_t nbytes) { set<&Settings::gds_thresh
 std::size_t defaults::bounce_buffer_size() { return get<&Settings::bounce_buffer_size>(); }
 void defaults::set_bounce_buffer_size(std::size_t nbytes)
 {
-  expect_positive("set_bounce_buffer_size", nbytes);
+  expect_positive("set_bounce_buffer_size", "size of the bounce buffer", nbytes);
   set<&Settings::bounce_buffer_size>(nbytes);
 }
 
 std::size_t defaults::num_bounce_buffers() { return get<&Settings::num_bounce_buffers>(); }
 void defaults::set_num_bounce_buffers(std::size_t num_bounce_buffers)
 {
-  expect_positive("set_num_bounce_buffers", num_bounce_buffers);
+  expect_positive("set_num_bounce_buffers", "number of bounce buffers", num_bounce_buffers);
   set<&Settings::num_bounce_buffers>(num_bounce_buffers);
 }
 
 std::size_t defaults::http_max_attempts() { return get<&Settings::http_max_attempts>(); }
 void defaults::set_http_max_attempts(std::size_t attempts)
 {
-  expect_positive("set_http_max_attempts", attempts);
+  expect_positive("set_http_max_attempts", "attempts", attempts);
   set<&Settings::http_max_attempts>(attempts);
 }
 
 long defaults::http_timeout() { return get<&Settings::http_timeout>(); }
 void defaults::set_http_timeout(long timeout_seconds)
 {
-  expect_positive("set_http_timeout", timeout_seconds);
+  expect_positive("set_http_timeout", "timeout_seconds", timeout_seconds);
   set<&Settings::http_timeout>(timeout_seconds);
 }
 
-std::vector<int> defaults::http_status_codes() { return get<&Settings::http_status_codes>(); }
+std::vector<int> const& defaults::http_status_codes()
+{
+  // Upstream returns a reference; a per-thread copy keeps it valid while another thread sets.
+  thread_local std::vector<int> codes;
+  codes = get<&Settings::http_status_codes>();
+  return codes;
+}
 void defaults::set_http_status_codes(std::vector<int> status_codes)
 {
   for (int code : status_codes) {
@@ -330,39 +345,57 @@ void defaults::set_local_io_backend(LocalIOBackend backend)
   set<&Settings::local_io_backend>(backend);
 }
 
-RemoteBackendType defaults::remote_backend() { return get<&Settings::remote_backend>(); }
+RemoteIOBackend defaults::remote_io_backend() { return get<&Settings::remote_backend>(); }
+void defaults::set_remote_io_backend(RemoteIOBackend backend)
+{
+  expect_one_of("set_remote_io_backend",
+                backend,
+                {RemoteIOBackend::EASY_THREADPOOL, RemoteIOBackend::MULTI_POLL},
+                "RemoteIOBackend::EASY_THREADPOOL or MULTI_POLL");
+  set<&Settings::remote_backend>(backend);
+}
+RemoteBackendType defaults::remote_backend() { return remote_io_backend(); }
 void defaults::set_remote_backend(RemoteBackendType remote_backend)
 {
-  if (remote_backend != RemoteBackendType::LIBCURL_EASY &&
-      remote_backend != RemoteBackendType::LIBCURL_MULTI_POLL) {
-    throw std::invalid_argument(
-      "defaults::set_remote_backend(" + std::to_string(static_cast<int>(remote_backend)) +
-      "): expected RemoteBackendType::LIBCURL_EASY or LIBCURL_MULTI_POLL");
-  }
-  set<&Settings::remote_backend>(remote_backend);
+  set_remote_io_backend(remote_backend);
 }
 
 std::size_t defaults::remote_max_connections() { return get<&Settings::remote_max_connections>(); }
 void defaults::set_remote_max_connections(std::size_t remote_max_connections)
 {
-  expect_positive("set_remote_max_connections", remote_max_connections);
+  expect_positive("set_remote_max_connections", "remote_max_connections", remote_max_connections);
   set<&Settings::remote_max_connections>(remote_max_connections);
 }
 
-std::size_t defaults::remote_io_num_reactors() { return get<&Settings::remote_io_num_reactors>(); }
-void defaults::set_remote_io_num_reactors(std::size_t num_reactors)
+unsigned int defaults::remote_io_num_reactors()
 {
-  expect_positive("set_remote_io_num_reactors", num_reactors);
+  return get<&Settings::remote_io_num_reactors>();
+}
+void defaults::set_remote_io_num_reactors(unsigned int num_reactors)
+{
+  expect_positive("set_remote_io_num_reactors", "remote_io_num_reactors", num_reactors);
   set<&Settings::remote_io_num_reactors>(num_reactors);
 }
 
-std::optional<std::size_t> defaults::remote_io_max_concurrent_requests()
+RemoteReactorDispatch defaults::remote_io_reactor_dispatch()
+{
+  return get<&Settings::remote_io_reactor_dispatch>();
+}
+void defaults::set_remote_io_reactor_dispatch(RemoteReactorDispatch dispatch)
+{
+  expect_one_of("set_remote_io_reactor_dispatch",
+                dispatch,
+                {RemoteReactorDispatch::PER_CHUNK, RemoteReactorDispatch::PER_PREAD},
+                "RemoteReactorDispatch::PER_CHUNK or PER_PREAD");
+  set<&Settings::remote_io_reactor_dispatch>(dispatch);
+}
+
+std::size_t defaults::remote_io_max_concurrent_requests()
 {
   return get<&Settings::remote_io_max_concurrent_requests>();
 }
-void defaults::set_remote_io_max_concurrent_requests(std::optional<std::size_t> max_requests)
+void defaults::set_remote_io_max_concurrent_requests(std::size_t max_requests)
 {
-  if (max_requests) { expect_positive("set_remote_io_max_concurrent_requests", *max_requests); }
   set<&Settings::remote_io_max_concurrent_requests>(max_requests);
 }
 

@@ -25,10 +25,11 @@ std::string_view trim(std::string_view s) noexcept
   return s;
 }
 
+// Upstream's wording first, then what was expected.
 [[noreturn]] void invalid(std::string_view name, std::string_view value, std::string_view expected)
 {
-  throw std::invalid_argument(std::string{name} + "=" + std::string{value} + ": expected " +
-                              std::string{expected});
+  throw std::invalid_argument("unknown config value " + std::string{name} + "=" +
+                              std::string{value} + ": expected " + std::string{expected});
 }
 
 }  // namespace
@@ -64,6 +65,10 @@ std::uint64_t parse_unsigned(std::string_view name,
   // from_chars accepts no sign, no white space and no base prefix: exactly what we want.
   auto const [end, ec] = std::from_chars(text.data(), text.data() + text.size(), result);
   bool const parsed    = !text.empty() && ec == std::errc{} && end == text.data() + text.size();
+  if (parsed && min == 1 && result == 0) {
+    throw std::invalid_argument(std::string{name} + " has to be a positive integer (" +
+                                std::string{name} + "=" + std::string{value} + ")");
+  }
   if (!parsed || result < min || result > max) {
     std::string expected = "an integer in [" + std::to_string(min) + ", ";
     expected +=

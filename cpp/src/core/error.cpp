@@ -24,6 +24,11 @@ GenericSystemError::GenericSystemError(int err, std::string const& msg)
 {
 }
 
+GenericSystemError::GenericSystemError(int err, char const* msg)
+  : GenericSystemError(err, std::string{msg})
+{
+}
+
 namespace detail {
 
 std::string failure_location(char const* file, int line)
@@ -63,6 +68,18 @@ std::string cufile_error_description(int cufile_err, CUresult cu_err) noexcept
     return text;
   } catch (...) {
     return "cuFile error";
+  }
+}
+
+std::string bytes_done_error_description(long err) noexcept
+{
+  try {
+    if (err > CUFILEOP_BASE_ERR) {
+      return "cuFile error " + std::to_string(err);
+    }
+    return std::generic_category().message(static_cast<int>(err));
+  } catch (...) {
+    return "error " + std::to_string(err);
   }
 }
 

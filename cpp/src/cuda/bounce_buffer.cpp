@@ -5,18 +5,32 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
+#include <new>
 #include <stdexcept>
 
 #include <optional>
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
-#include <kvikio/detail/posix_io.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
 
 namespace kvikio {
+
+void* PageAlignedAllocator::allocate(std::size_t size)
+{
+  std::size_t const page = get_page_size();
+  void* buffer           = std::aligned_alloc(page, (size + page - 1) / page * page);
+  if (buffer == nullptr) { throw std::bad_alloc{}; }
+  return buffer;
+}
+
+void PageAlignedAllocator::deallocate(void* buffer, std::size_t /*size*/) noexcept
+{
+  std::free(buffer);  // NOLINT(cppcoreguidelines-no-malloc): pairs with std::aligned_alloc
+}
 
 void* CudaPinnedAllocator::allocate(std::size_t size)
 {
@@ -111,6 +125,12 @@ std::size_t BounceBufferPool<Allocator>::clear()
 }
 
 template <typename Allocator>
+std::size_t BounceBufferPool<Allocator>::buffer_size() const
+{
+  return defaults::bounce_buffer_size();
+}
+
+template <typename Allocator>
 std::size_t BounceBufferPool<Allocator>::num_freed() const
 {
   std::lock_guard const lock{mutex_};
@@ -131,7 +151,9 @@ BounceBufferPool<Allocator>& BounceBufferPool<Allocator>::instance()
   return *pool;
 }
 
+template class BounceBufferPool<PageAlignedAllocator>;
 template class BounceBufferPool<CudaPinnedAllocator>;
+template class BounceBufferPool<CudaPageAlignedPinnedAllocator>;
 
 // ---------------------------------------------------------------------------------------------
 // BounceBufferRing
@@ -153,7 +175,7 @@ BounceBufferRing<Allocator>::BounceBufferRing(std::size_t num_slots, std::size_t
   for (auto const& buffer : buffers_) {
     size = std::min(size, buffer.size());
   }
-  std::size_t const page = detail::page_size();
+  std::size_t const page = get_page_size();
   // Whole pages per slot keep every slot usable for O_DIRECT; at least one page each.
   std::size_t const slots = std::min(num_slots, std::max<std::size_t>(size / page, 1));
   slot_size_              = std::max(size / slots / page * page, std::min(page, size));

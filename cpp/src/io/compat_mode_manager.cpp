@@ -26,15 +26,11 @@ CompatModeManager::CompatModeManager(std::string const& file_path, int fd, Compa
       "own "
       "POSIX fallback";
   } else {
-    CUfileDescr_t descr{};
-    descr.type      = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-    descr.handle.fd = fd;
-    auto const r    = cuFileAPI::instance().HandleRegister(&cufile_handle_, &descr);
+    auto const r = cufile_handle_.register_handle(fd).value();
     if (r.err == CU_FILE_SUCCESS) {
       compat_ = false;
       return;
     }
-    cufile_handle_ = nullptr;
     why_not = "cuFileHandleRegister failed: " + detail::cufile_error_description(r.err, r.cu_err);
   }
   KVIKIO_EXPECT(
@@ -43,34 +39,6 @@ CompatModeManager::CompatModeManager(std::string const& file_path, int fd, Compa
     "serve " +
       file_path + ": " + why_not);
   KVIKIO_LOG_INFO("using POSIX I/O for ", file_path, " (compat mode AUTO): ", why_not);
-}
-
-CompatModeManager::~CompatModeManager() noexcept { release(); }
-
-CompatModeManager::CompatModeManager(CompatModeManager&& o) noexcept
-  : requested_{o.requested_},
-    compat_{o.compat_},
-    cufile_handle_{std::exchange(o.cufile_handle_, nullptr)}
-{
-}
-
-CompatModeManager& CompatModeManager::operator=(CompatModeManager&& o) noexcept
-{
-  if (this != &o) {
-    release();
-    requested_     = o.requested_;
-    compat_        = o.compat_;
-    cufile_handle_ = std::exchange(o.cufile_handle_, nullptr);
-  }
-  return *this;
-}
-
-void CompatModeManager::release() noexcept
-{
-  if (cufile_handle_ != nullptr) {
-    cuFileAPI::instance().HandleDeregister(cufile_handle_);
-    cufile_handle_ = nullptr;
-  }
 }
 
 bool CompatModeManager::is_compat_mode_preferred() const noexcept { return compat_; }
@@ -83,6 +51,17 @@ bool CompatModeManager::is_compat_mode_preferred_for_async() const noexcept
 
 CompatMode CompatModeManager::compat_mode_requested() const noexcept { return requested_; }
 
-CUfileHandle_t CompatModeManager::cufile_handle() const noexcept { return cufile_handle_; }
+CUfileHandle_t CompatModeManager::cufile_handle() const noexcept
+{
+  return cufile_handle_.handle();
+}
+
+void CompatModeManager::validate_compat_mode_for_async() const
+{
+  KVIKIO_EXPECT(requested_ != CompatMode::OFF || !is_compat_mode_preferred_for_async(),
+                "Required cuFile stream API is unavailable: compat mode OFF cannot be honoured "
+                "for asynchronous I/O (libcufile lacks cuFileReadAsync/cuFileWriteAsync)",
+                std::runtime_error);
+}
 
 }  // namespace kvikio

@@ -22,6 +22,7 @@
 #include <kvikio/detail/io_uring_io.hpp>
 #include <kvikio/detail/stream_ordered.hpp>
 #include <kvikio/error.hpp>
+#include <kvikio/file_utils.hpp>
 #include <kvikio/parallel_operation.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/shim/cufile.hpp>
@@ -29,16 +30,6 @@
 
 namespace kvikio {
 namespace {
-
-int open_flags(std::string const& flags)
-{
-  if (flags == "r") { return O_RDONLY; }
-  if (flags == "r+") { return O_RDWR; }
-  if (flags == "w") { return O_WRONLY | O_CREAT | O_TRUNC; }
-  if (flags == "w+") { return O_RDWR | O_CREAT | O_TRUNC; }
-  throw std::invalid_argument("FileHandle: unknown open flags \"" + flags +
-                              "\": expected \"r\", \"r+\", \"w\" or \"w+\"");
-}
 
 // The result of a cuFile read or write: bytes, -1 with errno, or a negated cuFile error.
 std::size_t cufile_bytes(ssize_t ret, std::size_t size, std::size_t file_offset, char const* what)
@@ -51,9 +42,9 @@ std::size_t cufile_bytes(ssize_t ret, std::size_t size, std::size_t file_offset,
                           detail::cufile_error_description(static_cast<int>(-ret), CUDA_SUCCESS)};
   }
   if (static_cast<std::size_t>(ret) < size) {
-    throw std::out_of_range("KvikIO: " + std::string{what} + " moved " + std::to_string(ret) +
+    throw detail::EndOfFileError("POSIX error on pread: EOF (KvikIO: " + std::string{what} + " moved " + std::to_string(ret) +
                             " of " + std::to_string(size) + " bytes at offset " +
-                            std::to_string(file_offset) + " (end of file?)");
+                            std::to_string(file_offset) + ": end of file?)");
   }
   return static_cast<std::size_t>(ret);
 }
@@ -90,13 +81,12 @@ FileHandle::FileHandle(std::string const& file_path,
                        CompatMode compat_mode)
   : path_{file_path}, flags_{flags}
 {
-  int const oflags = open_flags(flags);
-  writable_        = (oflags & (O_WRONLY | O_RDWR)) != 0;
-  fd_              = ::open(file_path.c_str(), oflags | O_CLOEXEC, mode);
-  KVIKIO_SYSCALL_CHECK(fd_, "open(\"" + file_path + "\", \"" + flags + "\")");
+  int const oflags = open_fd_parse_flags(flags, false);
+  access_mode_     = oflags & O_ACCMODE;
+  fd_              = open_fd(file_path, flags, false, mode);
   try {
     // The file exists now: the O_DIRECT descriptor must neither create nor truncate it again.
-    fd_direct_ = ::open(file_path.c_str(), (oflags & ~(O_CREAT | O_TRUNC)) | O_CLOEXEC | O_DIRECT);
+    fd_direct_ = ::open(file_path.c_str(), (oflags & ~(O_CREAT | O_TRUNC)) | O_DIRECT);
     if (fd_direct_ < 0) { KVIKIO_LOG_DEBUG("no O_DIRECT for ", file_path, ": errno ", errno); }
     struct stat st {};
     KVIKIO_SYSCALL_CHECK(::fstat(fd_, &st), "fstat(\"" + file_path + "\")");
@@ -114,7 +104,7 @@ FileHandle::FileHandle(FileHandle&& o) noexcept
     flags_{std::move(o.flags_)},
     fd_{std::exchange(o.fd_, -1)},
     fd_direct_{std::exchange(o.fd_direct_, -1)},
-    writable_{o.writable_},
+    access_mode_{o.access_mode_},
     device_{o.device_},
     nbytes_{o.nbytes_.load()},
     compat_{std::move(o.compat_)}
@@ -129,7 +119,7 @@ FileHandle& FileHandle::operator=(FileHandle&& o) noexcept
     flags_     = std::move(o.flags_);
     fd_        = std::exchange(o.fd_, -1);
     fd_direct_ = std::exchange(o.fd_direct_, -1);
-    writable_  = o.writable_;
+    access_mode_ = o.access_mode_;
     device_    = o.device_;
     nbytes_.store(o.nbytes_.load());
     compat_ = std::move(o.compat_);
@@ -170,11 +160,7 @@ int FileHandle::fd_open_flags(bool o_direct) const
   return flags;
 }
 
-std::size_t FileHandle::nbytes() const
-{
-  check_open();
-  return nbytes_.load();
-}
+std::size_t FileHandle::nbytes() const { return closed() ? 0 : nbytes_.load(); }
 
 bool FileHandle::is_direct_io_supported() const noexcept { return fd_direct_ >= 0; }
 
@@ -201,15 +187,14 @@ void FileHandle::check_range(void const* buf,
                 std::overflow_error);
 }
 
-void FileHandle::check_writable() const
+void FileHandle::check_allowed(Direction dir) const
 {
-  if (!writable_) {
-    detail::throw_system_error(
-      EBADF,
-      __FILE__,
-      __LINE__,
-      path_ + " was opened with flags \"" + flags_ + "\", which do not allow writing");
-  }
+  // Upstream's wording and type for I/O its open flags forbid.
+  bool const reading = dir == Direction::read;
+  KVIKIO_EXPECT(access_mode_ != (reading ? O_WRONLY : O_RDONLY),
+                "POSIX error: Operation not permitted: " + path_ + " was opened with flags \"" +
+                  flags_ + "\", which do not allow " + (reading ? "reading" : "writing") +
+                  " (unsupported file open flags)");
 }
 
 void FileHandle::grew_to(std::size_t end) noexcept
@@ -220,7 +205,7 @@ void FileHandle::grew_to(std::size_t end) noexcept
 
 ThreadPool* FileHandle::pool_for(ThreadPool* requested) const
 {
-  KVIKIO_EXPECT(requested != nullptr, "the thread pool is null", std::invalid_argument);
+  KVIKIO_EXPECT(requested != nullptr, "The thread pool must not be nullptr");
   if (requested == &defaults::thread_pool() && defaults::thread_pool_per_block_device()) {
     return block_device_pool(device_);
   }
@@ -290,14 +275,14 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
                                                        ThreadPool* thread_pool)
 {
   KVIKIO_EXPECT(
-    task_size > 0, "FileHandle: task_size must be positive, got 0", std::invalid_argument);
+    task_size > 0, "`task_size` must be positive (FileHandle got 0)", std::invalid_argument);
   ThreadPool* const pool = pool_for(thread_pool);
   if (size == 0) { return make_ready_future<std::size_t>(0); }
   bool const reading = dir == Direction::read;
   int const direct = (reading ? defaults::auto_direct_io_read() : defaults::auto_direct_io_write())
                        ? fd_direct_
                        : -1;
-  std::size_t const alignment = direct >= 0 ? detail::page_size() : 0;
+  std::size_t const alignment = direct >= 0 ? get_page_size() : 0;
   if (is_host_memory(buf)) {
     auto* const bytes = static_cast<std::byte*>(buf);
     if (size < gds_threshold) {  // small: a task hand-off would cost more than the transfer
@@ -347,6 +332,7 @@ std::size_t FileHandle::read(void* devPtr_base,
 {
   KVIKIO_NVTX_FUNC_RANGE();
   check_range(devPtr_base, size, file_offset, "FileHandle::read");
+  check_allowed(Direction::read);
   if (size == 0) { return 0; }
   return device_transfer(Direction::read,
                          get_context_from_pointer(devPtr_base),
@@ -365,7 +351,7 @@ std::size_t FileHandle::write(void const* devPtr_base,
 {
   KVIKIO_NVTX_FUNC_RANGE();
   check_range(devPtr_base, size, file_offset, "FileHandle::write");
-  check_writable();
+  check_allowed(Direction::write);
   if (size == 0) { return 0; }
   // The bytes are only read; one pointer type serves both directions.
   void* const base = const_cast<void*>(devPtr_base);
@@ -388,6 +374,7 @@ std::future<std::size_t> FileHandle::pread(void* buf,
 {
   KVIKIO_NVTX_FUNC_RANGE();
   check_range(buf, size, file_offset, "FileHandle::pread");
+  check_allowed(Direction::read);
   return parallel_transfer(Direction::read,
                            buf,
                            size,
@@ -408,7 +395,7 @@ std::future<std::size_t> FileHandle::pwrite(void const* buf,
 {
   KVIKIO_NVTX_FUNC_RANGE();
   check_range(buf, size, file_offset, "FileHandle::pwrite");
-  check_writable();
+  check_allowed(Direction::write);
   return parallel_transfer(Direction::write,
                            const_cast<void*>(buf),  // only read: see write()
                            size,
@@ -431,7 +418,7 @@ void FileHandle::async_transfer(Direction dir,
   check_open();
   bool const reading     = dir == Direction::read;
   char const* const what = reading ? "FileHandle::read_async" : "FileHandle::write_async";
-  if (!reading) { check_writable(); }
+  check_allowed(dir);
   KVIKIO_EXPECT(size_p != nullptr && file_offset_p != nullptr && devPtr_offset_p != nullptr &&
                   bytes_p != nullptr,
                 std::string{what} + ": null argument pointer",

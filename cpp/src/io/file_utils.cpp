@@ -4,84 +4,319 @@
 #include <kvikio/file_utils.hpp>
 
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
-#include <kvikio/detail/posix_io.hpp>
+#include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
+#include <kvikio/shim/cufile.hpp>
+#include <kvikio/utils.hpp>
+
+extern char** environ;  // NOLINT(readability-redundant-declaration): for posix_spawn
 
 namespace kvikio {
+
+FileWrapper::FileWrapper(std::string const& file_path,
+                         std::string const& flags,
+                         bool o_direct,
+                         mode_t mode)
+{
+  open(file_path, flags, o_direct, mode);
+}
+
+FileWrapper::~FileWrapper() noexcept { close(); }
+
+FileWrapper::FileWrapper(FileWrapper&& o) noexcept : fd_{std::exchange(o.fd_, -1)} {}
+
+FileWrapper& FileWrapper::operator=(FileWrapper&& o) noexcept
+{
+  if (this != &o) {
+    close();
+    fd_ = std::exchange(o.fd_, -1);
+  }
+  return *this;
+}
+
+void FileWrapper::open(std::string const& file_path,
+                       std::string const& flags,
+                       bool o_direct,
+                       mode_t mode)
+{
+  if (!opened()) { fd_ = open_fd(file_path, flags, o_direct, mode); }
+}
+
+bool FileWrapper::opened() const noexcept { return fd_ != -1; }
+
+void FileWrapper::close() noexcept
+{
+  if (opened() && ::close(fd_) != 0) { KVIKIO_LOG_ERROR("closing fd ", fd_, ": errno ", errno); }
+  fd_ = -1;
+}
+
+int FileWrapper::fd() const noexcept { return fd_; }
+
+CUFileHandleWrapper::~CUFileHandleWrapper() noexcept { unregister_handle(); }
+
+CUFileHandleWrapper::CUFileHandleWrapper(CUFileHandleWrapper&& o) noexcept
+  : handle_{std::exchange(o.handle_, nullptr)}, registered_{std::exchange(o.registered_, false)}
+{
+}
+
+CUFileHandleWrapper& CUFileHandleWrapper::operator=(CUFileHandleWrapper&& o) noexcept
+{
+  if (this != &o) {
+    unregister_handle();
+    handle_     = std::exchange(o.handle_, nullptr);
+    registered_ = std::exchange(o.registered_, false);
+  }
+  return *this;
+}
+
+std::optional<CUfileError_t> CUFileHandleWrapper::register_handle(int fd) noexcept
+{
+  if (registered()) { return std::nullopt; }
+  if (!is_cufile_library_available()) {
+    return CUfileError_t{CU_FILE_DRIVER_NOT_INITIALIZED, CUDA_SUCCESS};
+  }
+  CUfileDescr_t descr{};
+  descr.type      = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+  descr.handle.fd = fd;  // NOLINT(cppcoreguidelines-pro-type-union-access): cuFile's C API
+  CUfileError_t const result = cuFileAPI::instance().HandleRegister(&handle_, &descr);
+  registered_                = result.err == CU_FILE_SUCCESS;
+  return result;
+}
+
+bool CUFileHandleWrapper::registered() const noexcept { return registered_; }
+
+CUfileHandle_t CUFileHandleWrapper::handle() const noexcept { return handle_; }
+
+void CUFileHandleWrapper::unregister_handle() noexcept
+{
+  if (registered_) {
+    cuFileAPI::instance().HandleDeregister(handle_);
+    registered_ = false;
+  }
+}
+
+int open_fd_parse_flags(std::string const& flags, bool o_direct)
+{
+  auto const expected = "\"" + flags + "\" (expected \"r\", \"r+\", \"w\" or \"w+\")";
+  KVIKIO_EXPECT(!flags.empty(), "Unknown file open flag: " + expected, std::invalid_argument);
+  bool const plus = flags.size() > 1 && flags[1] == '+';
+  int file_flags  = 0;
+  switch (flags[0]) {
+    case 'r': file_flags = plus ? O_RDWR : O_RDONLY; break;
+    case 'w': file_flags = (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC; break;
+    case 'a': KVIKIO_FAIL("Open flag 'a' isn't supported: " + expected, std::invalid_argument);
+    default: KVIKIO_FAIL("Unknown file open flag: " + expected, std::invalid_argument);
+  }
+  file_flags |= O_CLOEXEC;
+  if (o_direct) { file_flags |= O_DIRECT; }
+  return file_flags;
+}
+
+int open_fd(std::string const& file_path, std::string const& flags, bool o_direct, mode_t mode)
+{
+  int const fd = ::open(file_path.c_str(), open_fd_parse_flags(flags, o_direct), mode);
+  KVIKIO_SYSCALL_CHECK(
+    fd, "Unable to open file \"" + file_path + "\" with flags \"" + flags + "\"");
+  return fd;
+}
+
+int open_flags(int fd)
+{
+  int const flags = ::fcntl(fd, F_GETFL);
+  KVIKIO_SYSCALL_CHECK(flags, "Unable to retrieve open flags of fd " + std::to_string(fd));
+  return flags;
+}
 
 std::size_t get_file_size(int file_descriptor)
 {
   struct stat st {};
   KVIKIO_SYSCALL_CHECK(::fstat(file_descriptor, &st),
-                       "fstat(fd " + std::to_string(file_descriptor) + ")");
+                       "Unable to query file size of fd " + std::to_string(file_descriptor));
   return static_cast<std::size_t>(st.st_size);
 }
 
 std::size_t get_file_size(std::string const& file_path)
 {
   struct stat st {};
-  KVIKIO_SYSCALL_CHECK(::stat(file_path.c_str(), &st), "stat(\"" + file_path + "\")");
+  KVIKIO_SYSCALL_CHECK(::stat(file_path.c_str(), &st),
+                       "Unable to query file size of \"" + file_path + "\"");
   return static_cast<std::size_t>(st.st_size);
 }
 
-std::pair<std::size_t, std::size_t> get_page_cache_info(int fd)
+std::pair<std::size_t, std::size_t> get_page_cache_info(int fd,
+                                                        std::size_t offset,
+                                                        std::size_t length)
 {
-  std::size_t const size  = get_file_size(fd);
-  std::size_t const page  = detail::page_size();
-  std::size_t const pages = (size + page - 1) / page;
-  if (pages == 0) { return {0, 0}; }
+  std::size_t const page      = get_page_size();
+  std::size_t const file_size = get_file_size(fd);
+  if (offset >= file_size) { return {0, 0}; }
+  std::size_t const start = detail::align_down(offset, page);
+  std::size_t const end   = length == 0 ? file_size : std::min(file_size, offset + length);
+  std::size_t const span  = end - start;
   // mincore() reports residency of a mapping's pages; mapping reads nothing in.
-  void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  if (mapping == MAP_FAILED) {
-    detail::throw_system_error(errno, __FILE__, __LINE__, "mmap for mincore");
-  }
-  std::vector<unsigned char> resident(pages);
-  int const r = ::mincore(mapping, size, resident.data());
-  int const e = errno;
-  ::munmap(mapping, size);
-  if (r != 0) { detail::throw_system_error(e, __FILE__, __LINE__, "mincore"); }
-  std::size_t cached = 0;
-  for (auto v : resident) {
-    cached += v & 1U;
-  }
-  return {cached, pages};
+  void* mapping = ::mmap(nullptr, span, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
+  KVIKIO_SYSCALL_CHECK(mapping, "mmap for mincore failed", MAP_FAILED);
+  detail::ScopeExit unmap{[&] { ::munmap(mapping, span); }};
+  std::vector<unsigned char> resident((span + page - 1) / page);
+  KVIKIO_SYSCALL_CHECK(::mincore(mapping, span, resident.data()), "mincore failed");
+  auto const cached =
+    std::count_if(resident.begin(), resident.end(), [](unsigned char v) { return (v & 1U) != 0; });
+  return {static_cast<std::size_t>(cached), resident.size()};
 }
 
-std::pair<std::size_t, std::size_t> get_page_cache_info(std::string const& file_path)
+std::pair<std::size_t, std::size_t> get_page_cache_info(std::string const& file_path,
+                                                        std::size_t offset,
+                                                        std::size_t length)
 {
-  int const fd = ::open(file_path.c_str(), O_RDONLY | O_CLOEXEC);
-  KVIKIO_SYSCALL_CHECK(fd, "open(\"" + file_path + "\")");
-  try {
-    auto info = get_page_cache_info(fd);
-    ::close(fd);
-    return info;
-  } catch (...) {
-    ::close(fd);
-    throw;
+  FileWrapper const file{file_path, "r", false, 0};
+  return get_page_cache_info(file.fd(), offset, length);
+}
+
+void drop_file_page_cache(int fd, std::size_t offset, std::size_t length, bool sync_first)
+{
+  if (sync_first) {
+    KVIKIO_SYSCALL_CHECK(::fdatasync(fd), "fdatasync failed (fd " + std::to_string(fd) + ")");
   }
+  int const err = ::posix_fadvise(
+    fd, convert_size2off(offset), convert_size2off(length), POSIX_FADV_DONTNEED);
+  if (err != 0) {
+    detail::throw_system_error(
+      err, __FILE__, __LINE__, "posix_fadvise failed (fd " + std::to_string(fd) + ")");
+  }
+}
+
+void drop_file_page_cache(std::string const& file_path,
+                          std::size_t offset,
+                          std::size_t length,
+                          bool sync_first)
+{
+  FileWrapper const file{file_path, "r", false, 0};
+  drop_file_page_cache(file.fd(), offset, length, sync_first);
+}
+
+namespace {
+
+// Runs `argv` with no input or output and no shell; true if it exits with 0.
+bool run_quietly(std::vector<std::string> args) noexcept
+{
+  posix_spawn_file_actions_t actions;
+  if (posix_spawn_file_actions_init(&actions) != 0) { return false; }
+  for (int fd : {0, 1, 2}) {
+    posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) {
+    argv.push_back(a.data());
+  }
+  argv.push_back(nullptr);
+  pid_t pid{};
+  int const spawned = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) { return false; }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) { return false; }
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+}  // namespace
+
+bool drop_system_page_cache(bool reclaim_dentries_and_inodes, bool sync_first)
+{
+  if (sync_first) { ::sync(); }
+  char const* value = reclaim_dentries_and_inodes ? "3" : "1";
+  if (std::FILE* f = std::fopen("/proc/sys/vm/drop_caches", "we"); f != nullptr) {
+    bool const written = std::fputs(value, f) >= 0;
+    if (std::fclose(f) == 0 && written) { return true; }
+  }
+  // Not root: sudo may allow it without a password (-n: never ask, so never hang).
+  return run_quietly({"sudo", "-n", "/sbin/sysctl", std::string{"vm.drop_caches="} + value});
 }
 
 bool clear_page_cache(bool reclaim_dentries_and_inodes, bool clear_dirty_pages)
 {
-  if (clear_dirty_pages) { ::sync(); }
-  std::FILE* f = std::fopen("/proc/sys/vm/drop_caches", "we");
-  if (f == nullptr) { return false; }
-  bool const ok = std::fputs(reclaim_dentries_and_inodes ? "3" : "1", f) >= 0;
-  return std::fclose(f) == 0 && ok;
+  return drop_system_page_cache(reclaim_dentries_and_inodes, clear_dirty_pages);
 }
 
-void drop_file_page_cache(int fd)
+namespace {
+
+// "nvme<digits>n<digits>": an NVMe namespace, whose controller its siblings share.
+bool is_nvme_namespace(std::string const& name)
 {
-  KVIKIO_SYSCALL_CHECK(::fdatasync(fd), "fdatasync before dropping the page cache");
-  int const r = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  if (r != 0) { detail::throw_system_error(r, __FILE__, __LINE__, "posix_fadvise(DONTNEED)"); }
+  auto digits = [&](std::size_t& i) {
+    std::size_t const start = i;
+    while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])) != 0) {
+      ++i;
+    }
+    return i > start;
+  };
+  if (name.rfind("nvme", 0) != 0) { return false; }
+  std::size_t i = 4;
+  if (!digits(i) || i >= name.size() || name[i] != 'n') { return false; }
+  ++i;
+  return digits(i) && i == name.size();
+}
+
+}  // namespace
+
+BlockDeviceInfo get_block_device_info(std::string const& file_path)
+{
+  static std::mutex mutex;
+  static std::map<std::string, BlockDeviceInfo> cache;
+  {
+    std::lock_guard const lock{mutex};
+    if (auto it = cache.find(file_path); it != cache.end()) { return it->second; }
+  }
+  struct stat st {};
+  KVIKIO_SYSCALL_CHECK(::stat(file_path.c_str(), &st), "stat(\"" + file_path + "\") failed");
+  std::string const sysfs = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
+                            std::to_string(minor(st.st_dev));
+  KVIKIO_SYSCALL_CHECK(::access(sysfs.c_str(), F_OK),
+                       "sysfs path \"" + sysfs + "\" for file \"" + file_path +
+                         "\" does not exist. The file may reside on a virtual file system "
+                         "(overlayfs, tmpfs) with no backing block device.");
+  std::error_code ec;
+  std::filesystem::path device = std::filesystem::canonical(sysfs, ec);
+  KVIKIO_EXPECT(!ec, "cannot resolve " + sysfs + ": " + ec.message());
+  // A partition's directory sits inside its disk's.
+  if (std::filesystem::exists(device / "partition")) { device = device.parent_path(); }
+  std::string name = device.filename().string();
+  if (is_nvme_namespace(name)) {
+    device = device.parent_path();
+    name   = device.filename().string();
+  }
+  std::ifstream dev_file{device / "dev"};
+  KVIKIO_EXPECT(dev_file.good(), "Block device file cannot be opened: " + (device / "dev").string());
+  unsigned dev_major{};
+  unsigned dev_minor{};
+  char colon{};
+  dev_file >> dev_major >> colon >> dev_minor;
+  KVIKIO_EXPECT(!dev_file.fail() && colon == ':',
+                "Parsing failed: " + (device / "dev").string() + " does not hold major:minor");
+  BlockDeviceInfo info{makedev(dev_major, dev_minor), dev_major, dev_minor, std::move(name)};
+  std::lock_guard const lock{mutex};
+  cache.try_emplace(file_path, info);
+  return info;
 }
 
 }  // namespace kvikio

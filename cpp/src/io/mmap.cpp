@@ -16,9 +16,9 @@
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/nvtx.hpp>
-#include <kvikio/detail/posix_io.hpp>
 #include <kvikio/detail/stream_cache.hpp>
 #include <kvikio/error.hpp>
+#include <kvikio/file_utils.hpp>
 #include <kvikio/parallel_operation.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
@@ -33,29 +33,34 @@ MmapHandle::MmapHandle(std::string const& file_path,
                        std::optional<int> map_flags)
   : path_{file_path}, map_offset_{initial_map_offset}
 {
-  KVIKIO_EXPECT(
-    flags == "r",
-    "MmapHandle: unsupported flags \"" + flags + "\": only \"r\" (read-only) is supported",
-    std::invalid_argument);
-  fd_ = ::open(file_path.c_str(), O_RDONLY | O_CLOEXEC, mode);
-  KVIKIO_SYSCALL_CHECK(fd_, "open(\"" + file_path + "\", \"r\")");
+  // Upstream's flag checks: its wording, then which flags and file.
+  int const oflags = open_fd_parse_flags(flags, false);
+  KVIKIO_EXPECT((oflags & O_ACCMODE) == O_RDONLY,
+                "File-backed mmap write is not supported yet: flags \"" + flags + "\" for " +
+                  file_path + " (only \"r\")",
+                std::invalid_argument);
+  fd_ = open_fd(file_path, flags, false, mode);
   try {
-    struct stat st {};
-    KVIKIO_SYSCALL_CHECK(::fstat(fd_, &st), "fstat(\"" + file_path + "\")");
-    file_size_ = static_cast<std::size_t>(st.st_size);
-    KVIKIO_EXPECT(map_offset_ <= file_size_,
-                  "MmapHandle: initial_map_offset " + std::to_string(map_offset_) +
-                    " is past the end of " + file_path + " (" + std::to_string(file_size_) +
-                    " bytes)",
+    file_size_ = get_file_size(fd_);
+    // An empty file maps nothing and is no error.
+    if (file_size_ == 0) { return; }
+    KVIKIO_EXPECT(map_offset_ < file_size_,
+                  "Offset must be less than the file size: initial_map_offset " +
+                    std::to_string(map_offset_) + ", " + file_path + " has " +
+                    std::to_string(file_size_) + " bytes",
                   std::out_of_range);
+    KVIKIO_EXPECT(!initial_map_size.has_value() || *initial_map_size > 0,
+                  "Mapped region should not be zero byte (initial_map_size 0 for " + file_path +
+                    ")",
+                  std::invalid_argument);
     map_size_ = initial_map_size.value_or(file_size_ - map_offset_);
     KVIKIO_EXPECT(map_size_ <= file_size_ - map_offset_,
-                  "MmapHandle: initial_map_size " + std::to_string(map_size_) + " at offset " +
-                    std::to_string(map_offset_) + " runs past the end of " + file_path + " (" +
-                    std::to_string(file_size_) + " bytes)",
+                  "Mapped region is past the end of file: initial_map_size " +
+                    std::to_string(map_size_) + " at offset " + std::to_string(map_offset_) +
+                    ", " + file_path + " has " + std::to_string(file_size_) + " bytes",
                   std::out_of_range);
     if (map_size_ > 0) {
-      page_shift_   = map_offset_ % detail::page_size();
+      page_shift_   = map_offset_ % get_page_size();
       mapping_size_ = map_size_ + page_shift_;
       mapping_      = ::mmap(nullptr,
                         mapping_size_,
@@ -104,20 +109,12 @@ MmapHandle& MmapHandle::operator=(MmapHandle&& o) noexcept
 
 MmapHandle::~MmapHandle() noexcept { close(); }
 
-std::size_t MmapHandle::initial_map_size() const noexcept { return map_size_; }
-std::size_t MmapHandle::initial_map_offset() const noexcept { return map_offset_; }
-
-std::size_t MmapHandle::file_size() const
-{
-  KVIKIO_EXPECT(!closed(), "MmapHandle: the handle is closed");
-  return file_size_;
-}
-
-std::size_t MmapHandle::nbytes() const
-{
-  KVIKIO_EXPECT(!closed(), "MmapHandle: the handle is closed");
-  return map_size_;
-}
+// A closed (or default-constructed) handle reads as empty, as upstream's does.
+std::size_t MmapHandle::initial_map_size() const noexcept { return closed() ? 0 : map_size_; }
+std::size_t MmapHandle::initial_map_offset() const noexcept { return closed() ? 0 : map_offset_; }
+std::size_t MmapHandle::file_size() const { return closed() ? 0 : file_size_; }
+// Upstream's nbytes() is the file's size too (not the mapped range's).
+std::size_t MmapHandle::nbytes() const { return file_size(); }
 
 bool MmapHandle::closed() const noexcept { return fd_ < 0; }
 
@@ -135,17 +132,17 @@ std::size_t MmapHandle::checked_size(std::optional<std::size_t> size,
                                      std::size_t offset,
                                      void const* buf) const
 {
-  KVIKIO_EXPECT(!closed(), "MmapHandle: the handle is closed");
-  std::size_t const end = map_offset_ + map_size_;
-  KVIKIO_EXPECT(offset >= map_offset_ && offset <= end,
-                "MmapHandle: offset " + std::to_string(offset) + " is outside the mapped range [" +
-                  std::to_string(map_offset_) + ", " + std::to_string(end) + ") of " + path_,
+  KVIKIO_EXPECT(!closed(), "Cannot read from a closed MmapHandle", std::runtime_error);
+  KVIKIO_EXPECT(offset <= file_size_,
+                "Offset is past the end of file: offset " + std::to_string(offset) + ", " +
+                  path_ + " has " + std::to_string(file_size_) + " bytes",
                 std::out_of_range);
-  std::size_t const n = size.value_or(end - offset);
-  KVIKIO_EXPECT(n <= end - offset,
-                "MmapHandle: " + std::to_string(n) + " bytes at offset " + std::to_string(offset) +
-                  " run past the mapped range [" + std::to_string(map_offset_) + ", " +
-                  std::to_string(end) + ") of " + path_,
+  std::size_t const n   = size.value_or(file_size_ - offset);
+  std::size_t const end = map_offset_ + map_size_;
+  KVIKIO_EXPECT(offset >= map_offset_ && offset <= end && n <= end - offset,
+                "Read is out of bound: " + std::to_string(n) + " bytes at offset " +
+                  std::to_string(offset) + ", the mapped range of " + path_ + " is [" +
+                  std::to_string(map_offset_) + ", " + std::to_string(end) + ")",
                 std::out_of_range);
   KVIKIO_EXPECT(buf != nullptr || n == 0, "MmapHandle: null buffer", std::invalid_argument);
   return n;

@@ -54,8 +54,8 @@ std::future<std::size_t> parallel_io(ChunkOperation op,
                                      std::size_t alignment)
 {
   KVIKIO_EXPECT(
-    task_size > 0, "parallel_io: task_size must be positive, got 0", std::invalid_argument);
-  KVIKIO_EXPECT(pool != nullptr, "parallel_io: the thread pool is null", std::invalid_argument);
+    task_size > 0, "`task_size` must be positive (parallel_io got 0)", std::invalid_argument);
+  KVIKIO_EXPECT(pool != nullptr, "The thread pool must not be nullptr (parallel_io)");
   if (size == 0) { return make_ready_future<std::size_t>(0); }
 
   // Chunk boundaries: [0, first), then task_size steps.

@@ -309,7 +309,7 @@ void run_stream_ordered(CUstream stream,
   // The stream's ring: the pinned budget of device pread (threads x bounce buffer size), in k
   // slots. Big slots mean few driver operations per call; k of them keep reads and copies
   // overlapped.
-  std::size_t const page      = page_size();
+  std::size_t const page      = get_page_size();
   std::size_t const k         = defaults::num_bounce_buffers();
   std::size_t const budget    = threads * defaults::bounce_buffer_size();
   std::size_t const slot_size = std::max(page, budget / k / page * page);

@@ -62,7 +62,8 @@ std::size_t head_content_length(RemoteEndpoint& endpoint)
   curl_off_t length = -1;
   curl_easy_getinfo(curl.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
   KVIKIO_EXPECT(length >= 0,
-                "KvikIO: " + endpoint.str() + " did not say its size (no Content-Length)",
+                "cannot get size of " + endpoint.str() +
+                  ", content-length not provided by the server",
                 std::runtime_error);
   return static_cast<std::size_t>(length);
 }
@@ -76,8 +77,11 @@ RemoteEndpointType infer_remote_endpoint_type(std::string const& url)
     return RemoteEndpointType::S3_PRESIGNED_URL;
   }
   if (HttpEndpoint::is_url_valid(url)) { return RemoteEndpointType::HTTP; }
-  throw std::invalid_argument("infer_remote_endpoint_type: \"" + url +
-                              "\" is not a URL of a supported kind (s3://, http:// or https://)");
+  // Upstream's errors: libcurl's for text that is not a URL ("Bad scheme"), then its own.
+  (void)detail::UrlParser::parse(url, CURLU_NON_SUPPORT_SCHEME);
+  KVIKIO_FAIL("Unsupported endpoint URL. \"" + url +
+                "\" is none of s3://, http(s):// (HTTP, S3 presigned, WebHDFS)",
+              std::runtime_error);
 }
 
 }  // namespace kvikio

@@ -402,9 +402,12 @@ std::future<std::size_t> MultiPollTransport::pread(RemoteEndpoint& endpoint,
   auto completion              = std::make_shared<PreadCompletion>(chunks, size);
   auto future                  = completion->future();
   std::size_t const n_reactors = defaults::remote_io_num_reactors();
-  auto const total             = defaults::remote_io_max_concurrent_requests();
+  std::size_t const total      = defaults::remote_io_max_concurrent_requests();
   std::size_t const max_in_flight =
-    total ? std::max<std::size_t>(*total / n_reactors, 1) : defaults::remote_max_connections();
+    total > 0 ? std::max<std::size_t>(total / n_reactors, 1) : defaults::remote_max_connections();
+  // PER_PREAD keeps the chunks of this pread on one reactor (its connections are reused).
+  bool const per_pread =
+    defaults::remote_io_reactor_dispatch() == RemoteReactorDispatch::PER_PREAD;
 
   std::vector<std::vector<std::unique_ptr<Transfer>>> dealt(n_reactors);
   std::lock_guard const lock{mutex_};
@@ -413,7 +416,7 @@ std::future<std::size_t> MultiPollTransport::pread(RemoteEndpoint& endpoint,
   }
   for (std::size_t i = 0; i < chunks; ++i) {
     std::size_t const offset = i * task_size;
-    dealt[(next_reactor_ + i) % n_reactors].push_back(
+    dealt[(next_reactor_ + (per_pread ? 0 : i)) % n_reactors].push_back(
       std::make_unique<Transfer>(endpoint,
                                  buf + offset,
                                  std::min(task_size, size - offset),
@@ -421,7 +424,7 @@ std::future<std::size_t> MultiPollTransport::pread(RemoteEndpoint& endpoint,
                                  device_context,
                                  completion));
   }
-  next_reactor_ = (next_reactor_ + chunks) % n_reactors;
+  next_reactor_ = (next_reactor_ + (per_pread ? 1 : chunks)) % n_reactors;
   for (std::size_t r = 0; r < n_reactors; ++r) {
     if (!dealt[r].empty()) { reactors_[r]->submit(std::move(dealt[r]), max_in_flight); }
   }

@@ -60,16 +60,18 @@ std::optional<std::chrono::milliseconds> RangeRequest::outcome(CurlHandle const&
                              "...\"");
   }
   if (sink_.overflowed()) {
-    throw std::overflow_error("KvikIO: " + what_ +
-                              ": the server sent more bytes than the range asked for; it may not "
-                              "support range requests");
+    throw std::overflow_error("maybe the server doesn't support file ranges? [KvikIO: " + what_ +
+                              ": the server sent more bytes than the range asked for]");
   }
   bool const retry_status =
     std::find(retry_statuses_.begin(), retry_statuses_.end(), status) != retry_statuses_.end();
   if (code == CURLE_OK && !retry_status) {
     if (status / 100 != 2) {
-      throw std::runtime_error("KvikIO: " + what_ + ": HTTP " + std::to_string(status) +
-                               (sink_.error_body().empty() ? "" : ": " + sink_.error_body()));
+      // Upstream's wording (libcurl's text for a failed status), then ours.
+      throw std::runtime_error(
+        "curl_easy_perform() error (The requested URL returned error: " + std::to_string(status) +
+        ") [KvikIO: " + what_ + ": HTTP " + std::to_string(status) +
+        (sink_.error_body().empty() ? "" : ": " + sink_.error_body()) + "]");
     }
     if (sink_.received() != size_) {
       throw std::runtime_error("KvikIO: " + what_ + ": the server sent " +
@@ -79,7 +81,8 @@ std::optional<std::chrono::milliseconds> RangeRequest::outcome(CurlHandle const&
   }
   bool const timeout = code == CURLE_OPERATION_TIMEDOUT;
   if (!retry_status && !timeout) {
-    throw std::runtime_error("KvikIO: " + what_ + ": " + curl.error_message(code));
+    throw std::runtime_error("curl_easy_perform() error (" + curl.error_message(code) +
+                             ") [KvikIO: " + what_ + "]");
   }
   // Upstream's wording, so that logs and scripts that look for it keep working.
   std::string const reason =

@@ -38,6 +38,17 @@ std::string type_name(RemoteEndpointType t)
   return "unknown";
 }
 
+// The names upstream's messages use.
+std::string upstream_type_name(RemoteEndpointType t)
+{
+  switch (t) {
+    case RemoteEndpointType::S3_PUBLIC: return "S3 public";
+    case RemoteEndpointType::S3_PRESIGNED_URL: return "S3 with presigned URL";
+    case RemoteEndpointType::WEBHDFS: return "WebHDFS";
+    default: return type_name(t);
+  }
+}
+
 // The easy transport: one ranged GET into `sink` on the calling thread, attempts retried as
 // RangeRequest decides (a retry rewrites only its own range).
 void get_range(RemoteEndpoint& endpoint,
@@ -61,34 +72,53 @@ void get_range(RemoteEndpoint& endpoint,
 
 }  // namespace
 
-RemoteHandle RemoteHandle::open(std::string url,
+RemoteHandle RemoteHandle::open(std::string const& url,
                                 RemoteEndpointType type,
                                 std::optional<std::vector<RemoteEndpointType>> allow_list,
                                 std::optional<std::size_t> nbytes)
 {
-  if (type == RemoteEndpointType::AUTO) { type = infer_remote_endpoint_type(url); }
+  bool const inferred = type == RemoteEndpointType::AUTO;
+  if (inferred) { type = infer_remote_endpoint_type(url); }
   if (allow_list) {
+    // Upstream's wording: an inferred type outside the list is an unsupported URL.
     KVIKIO_EXPECT(std::find(allow_list->begin(), allow_list->end(), type) != allow_list->end(),
-                  "RemoteHandle::open: endpoint type " + type_name(type) + " of \"" + url +
-                    "\" is not in the allow list",
-                  std::invalid_argument);
+                  inferred ? "Unsupported endpoint URL. " + url + " is a " + type_name(type) +
+                               " URL, which the allow list does not hold"
+                           : type_name(type) + " is not in the allowlist. (" + url + ")",
+                  std::runtime_error);
+  }
+  if (!inferred) {
+    bool const valid = [&] {
+      switch (type) {
+        case RemoteEndpointType::HTTP: return HttpEndpoint::is_url_valid(url);
+        case RemoteEndpointType::S3_PRESIGNED_URL:
+          return S3EndpointWithPresignedUrl::is_url_valid(url);
+        case RemoteEndpointType::WEBHDFS: return WebHdfsEndpoint::is_url_valid(url);
+        case RemoteEndpointType::S3: return S3Endpoint::is_url_valid(url);
+        case RemoteEndpointType::S3_PUBLIC: return S3PublicEndpoint::is_url_valid(url);
+        default: return true;
+      }
+    }();
+    KVIKIO_EXPECT(valid,
+                  "Invalid URL for " + upstream_type_name(type) + " endpoint: \"" + url + "\"",
+                  std::runtime_error);
   }
   std::unique_ptr<RemoteEndpoint> endpoint;
   switch (type) {
-    case RemoteEndpointType::HTTP: endpoint = std::make_unique<HttpEndpoint>(std::move(url)); break;
+    case RemoteEndpointType::HTTP: endpoint = std::make_unique<HttpEndpoint>(url); break;
     case RemoteEndpointType::S3_PRESIGNED_URL:
-      endpoint = std::make_unique<S3EndpointWithPresignedUrl>(std::move(url));
+      endpoint = std::make_unique<S3EndpointWithPresignedUrl>(url);
       break;
     case RemoteEndpointType::WEBHDFS:
-      endpoint = std::make_unique<WebHdfsEndpoint>(std::move(url));
+      endpoint = std::make_unique<WebHdfsEndpoint>(url);
       break;
     case RemoteEndpointType::S3:
       endpoint = url.rfind("s3://", 0) == 0
                    ? std::make_unique<S3Endpoint>(S3Endpoint::parse_s3_url(url))
-                   : std::make_unique<S3Endpoint>(std::move(url));
+                   : std::make_unique<S3Endpoint>(url);
       break;
     case RemoteEndpointType::S3_PUBLIC:
-      endpoint = std::make_unique<S3PublicEndpoint>(std::move(url));
+      endpoint = std::make_unique<S3PublicEndpoint>(url);
       break;
     default:
       throw std::invalid_argument("RemoteHandle::open: endpoint type " + type_name(type) +
@@ -113,9 +143,9 @@ RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint)
 void RemoteHandle::check_in_range(char const* what, std::size_t size, std::size_t offset) const
 {
   KVIKIO_EXPECT(offset <= nbytes_ && size <= nbytes_ - offset,
-                std::string{what} + ": " + std::to_string(size) + " bytes at offset " +
-                  std::to_string(offset) + " run past the end of " + endpoint_->str() + " (" +
-                  std::to_string(nbytes_) + " bytes)",
+                "cannot read " + std::to_string(offset) + "+" + std::to_string(size) +
+                  " bytes into a " + std::to_string(nbytes_) + " bytes file (" +
+                  endpoint_->str() + "): " + what + " runs past the end",
                 std::invalid_argument);
 }
 
@@ -154,7 +184,7 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
   auto* const bytes = static_cast<std::byte*>(buf);
   if (backend() == RemoteBackendType::LIBCURL_MULTI_POLL && size > 0) {
     KVIKIO_EXPECT(
-      task_size > 0, "RemoteHandle::pread: task_size must be positive", std::invalid_argument);
+      task_size > 0, "`task_size` must be positive (RemoteHandle::pread got 0)", std::invalid_argument);
     CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
     return detail::MultiPollTransport::instance().pread(
       *endpoint_, bytes, size, file_offset, task_size, device_context);

@@ -18,8 +18,8 @@ std::string from_arg_or_env(std::optional<std::string> value,
 {
   if (value) { return *value; }
   if (auto env = detail::getenv_trimmed(variable)) { return *env; }
-  throw std::invalid_argument(std::string{"S3Endpoint: no "} + what + ": give it or set " +
-                              variable);
+  throw std::invalid_argument(std::string{"S3: must provide `"} + what + "` if " + variable +
+                              " isn't set.");
 }
 
 // SHA-256 of the empty body: what every GET signs as its payload. Sent explicitly because S3
@@ -36,10 +36,10 @@ S3Endpoint::S3Endpoint(std::string url,
                        std::optional<std::string> aws_session_token)
   : RemoteEndpoint{RemoteEndpointType::S3},
     url_{std::move(url)},
-    region_{from_arg_or_env(std::move(aws_region), "AWS_DEFAULT_REGION", "region")},
-    access_key_{from_arg_or_env(std::move(aws_access_key), "AWS_ACCESS_KEY_ID", "access key")},
+    region_{from_arg_or_env(std::move(aws_region), "AWS_DEFAULT_REGION", "aws_region")},
+    access_key_{from_arg_or_env(std::move(aws_access_key), "AWS_ACCESS_KEY_ID", "aws_access_key")},
     secret_{from_arg_or_env(
-      std::move(aws_secret_access_key), "AWS_SECRET_ACCESS_KEY", "secret access key")},
+      std::move(aws_secret_access_key), "AWS_SECRET_ACCESS_KEY", "aws_secret_access_key")},
     session_token_{aws_session_token ? aws_session_token
                                      : detail::getenv_trimmed("AWS_SESSION_TOKEN")}
 {
@@ -65,8 +65,8 @@ S3Endpoint::S3Endpoint(std::pair<std::string, std::string> bucket_and_object_nam
 {
 }
 
-std::string S3Endpoint::url_from_bucket_and_object(std::string const& bucket_name,
-                                                   std::string const& object_name,
+std::string S3Endpoint::url_from_bucket_and_object(std::string bucket_name,
+                                                   std::string object_name,
                                                    std::optional<std::string> aws_region,
                                                    std::optional<std::string> aws_endpoint_url)
 {
@@ -82,18 +82,17 @@ std::string S3Endpoint::url_from_bucket_and_object(std::string const& bucket_nam
     }
     return base + "/" + bucket_name + "/" + object;
   }
-  std::string const region = from_arg_or_env(std::move(aws_region), "AWS_DEFAULT_REGION", "region");
+  std::string const region = from_arg_or_env(std::move(aws_region), "AWS_DEFAULT_REGION", "aws_region");
   return "https://" + bucket_name + ".s3." + region + ".amazonaws.com/" + object;
 }
 
 std::pair<std::string, std::string> S3Endpoint::parse_s3_url(std::string const& s3_url)
 {
-  KVIKIO_EXPECT(s3_url.rfind("s3://", 0) == 0,
-                "parse_s3_url: \"" + s3_url + "\" does not start with s3://",
-                std::invalid_argument);
   auto const slash = s3_url.find('/', 5);
-  KVIKIO_EXPECT(slash != std::string::npos && slash > 5 && slash + 1 < s3_url.size(),
-                "parse_s3_url: \"" + s3_url + "\" is not s3://<bucket>/<object>",
+  KVIKIO_EXPECT(s3_url.rfind("s3://", 0) == 0 && slash != std::string::npos && slash > 5 &&
+                  slash + 1 < s3_url.size(),
+                "Input string does not match the expected S3 URL format. \"" + s3_url +
+                  "\" is not s3://<bucket>/<object>",
                 std::invalid_argument);
   return {s3_url.substr(5, slash - 5), s3_url.substr(slash + 1)};
 }

@@ -4,19 +4,50 @@
 #include "dynamic_library.hpp"
 
 #include <dlfcn.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
+#include <cctype>
 #include <stdexcept>
+#include <string_view>
+
+#include <kvikio/shim/utils.hpp>
+
+namespace kvikio {
+
+void* load_library(std::string const& name, int mode)
+{
+  void* handle = ::dlopen(name.c_str(), mode);
+  if (handle == nullptr) {
+    char const* err = ::dlerror();
+    throw std::runtime_error("cannot load " + name + ": " + (err != nullptr ? err : "unknown"));
+  }
+  return handle;
+}
+
+bool is_running_in_wsl() noexcept
+{
+  struct utsname info {};
+  if (::uname(&info) != 0) { return false; }
+  // WSL kernels name themselves in their release string ("...-microsoft-standard-WSL2").
+  std::string release{info.release};
+  for (auto& c : release) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return release.find("microsoft") != std::string::npos || release.find("wsl") != std::string::npos;
+}
+
+bool run_udev_readable() noexcept { return ::access("/run/udev", R_OK) == 0; }
+
+}  // namespace kvikio
 
 namespace kvikio::detail {
 
-DynamicLibrary::DynamicLibrary(std::string name) : name_{std::move(name)}
+// RTLD_NODELETE (load_library's default): tables of function pointers into the library outlive
+// this object.
+DynamicLibrary::DynamicLibrary(std::string name)
+  : name_{std::move(name)}, handle_{load_library(name_)}
 {
-  // RTLD_NODELETE: tables of function pointers into the library outlive this object.
-  handle_ = ::dlopen(name_.c_str(), RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE);
-  if (handle_ == nullptr) {
-    char const* err = ::dlerror();
-    throw std::runtime_error("cannot load " + name_ + ": " + (err != nullptr ? err : "unknown"));
-  }
 }
 
 void* DynamicLibrary::lookup(char const* symbol) const

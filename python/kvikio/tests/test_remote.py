@@ -111,6 +111,6 @@ def test_errors(server):
     f = kvikio.RemoteFile.open_http(f"{url}/data.bin")
     with pytest.raises(ValueError):
         f.read(np.zeros(100, np.uint8), file_offset=content.size - 10)
-    with pytest.raises(ValueError):
+    with pytest.raises(RuntimeError, match="Unsupported endpoint URL"):
         kvikio.RemoteFile.open(f"{url}/data.bin", allow_list=[kvikio.RemoteEndpointType.S3])
     assert kvikio.is_remote_file_available()

@@ -68,7 +68,7 @@ void set_io_uring_max_workers(unsigned workers) noexcept;
  * are issued inline (the block layer completes them on its own). Short transfers are
  * resubmitted for the rest; `EINTR`/`EAGAIN`/`ECANCELED` completions are retried (the kernel
  * cancels work whose worker it could not create, under signals).
- * @throws std::out_of_range for a read past the end of the file; kvikio::GenericSystemError for
+ * @throws kvikio::detail::EndOfFileError for a read past the end of the file; kvikio::GenericSystemError for
  * a failed request. Either only once every request in flight has ended (none outlives the call).
  */
 void io_uring_transfer_all(

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace kvikio::detail {
 
@@ -57,12 +58,36 @@ class Logger {
   Impl* impl_;  // never freed: logging stays usable during static destruction
 };
 
-/// @brief Concatenates the arguments with `operator<<`.
-template <typename... Args>
-std::string concat(Args const&... args)
+/**
+ * @brief A log message from the arguments of a KVIKIO_LOG_* macro.
+ *
+ * Two styles: a first argument holding `{}` placeholders is a format string, each `{}` replaced
+ * by the next argument (upstream's style; its logger is fmt's); otherwise the arguments are
+ * concatenated with `operator<<`. Arguments left over are appended.
+ */
+template <typename First, typename... Rest>
+std::string concat(First const& first, Rest const&... rest)
 {
   std::ostringstream out;
-  (out << ... << args);
+  if constexpr (sizeof...(Rest) > 0 && std::is_convertible_v<First const&, std::string_view>) {
+    std::string_view format{first};
+    if (format.find("{}") != std::string_view::npos) {
+      auto next = [&](auto const& arg) {
+        auto const at = format.find("{}");
+        if (at == std::string_view::npos) {
+          out << arg;
+          return;
+        }
+        out << format.substr(0, at) << arg;
+        format.remove_prefix(at + 2);
+      };
+      (next(rest), ...);
+      out << format;
+      return out.str();
+    }
+  }
+  out << first;
+  ((out << rest), ...);
   return out.str();
 }
 
@@ -81,3 +106,5 @@ std::string concat(Args const&... args)
 #define KVIKIO_LOG_INFO(...) KVIKIO_DETAIL_LOG(kvikio::detail::LogLevel::info, __VA_ARGS__)
 #define KVIKIO_LOG_WARN(...) KVIKIO_DETAIL_LOG(kvikio::detail::LogLevel::warn, __VA_ARGS__)
 #define KVIKIO_LOG_ERROR(...) KVIKIO_DETAIL_LOG(kvikio::detail::LogLevel::error, __VA_ARGS__)
+/// @brief Upstream's most severe level; logged at the error level.
+#define KVIKIO_LOG_CRITICAL(...) KVIKIO_DETAIL_LOG(kvikio::detail::LogLevel::error, __VA_ARGS__)

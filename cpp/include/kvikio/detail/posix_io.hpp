@@ -18,10 +18,7 @@
 
 namespace kvikio::detail {
 
-/// @brief The page size that O_DIRECT offsets, sizes and addresses are aligned to.
-std::size_t page_size() noexcept;
-
-/// @brief Throws the std::out_of_range of a read of `size` bytes at `offset` past the end of
+/// @brief Throws the detail::EndOfFileError of a read of `size` bytes at `offset` past the end of
 /// `fd` (naming the file's size), for every local backend.
 [[noreturn]] void throw_read_past_end(int fd, std::size_t size, std::size_t offset);
 
@@ -29,7 +26,7 @@ std::size_t page_size() noexcept;
  * @brief Reads `size` bytes at `file_offset` into host memory.
  * @param fd_direct descriptor opened with O_DIRECT, or -1 to read through `fd` only.
  * @param overread with `fd_direct`, read the unaligned tail as a whole page through it.
- * @throws std::out_of_range if the file ends first (naming offset, size and file size).
+ * @throws kvikio::detail::EndOfFileError if the file ends first (naming offset, size and file size).
  * @throws kvikio::GenericSystemError if a read fails.
  */
 std::size_t posix_host_read(int fd,

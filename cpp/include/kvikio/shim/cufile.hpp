@@ -77,6 +77,17 @@ class cuFileAPI {
    */
   static cuFileAPI& instance();
 
+  /**
+   * @brief Opens the cuFile driver (`cuFileDriverOpen`); opening it again is no error.
+   * @throws kvikio::CUfileException if it fails.
+   */
+  void driver_open();
+  /**
+   * @brief Closes the cuFile driver (`cuFileDriverClose`).
+   * @throws kvikio::CUfileException if it fails.
+   */
+  void driver_close();
+
   cuFileAPI(cuFileAPI const&)            = delete;
   cuFileAPI& operator=(cuFileAPI const&) = delete;
 
@@ -90,6 +101,12 @@ bool is_cufile_library_available() noexcept;
 
 /// @brief cuFile's version (e.g. 1150 for 1.15), or 0 without cuFile. Never throws.
 int cufile_version() noexcept;
+
+/**
+ * @brief Whether cuFile can be used: the library loads, a CUDA driver is there and
+ * `cuFileDriverOpen` succeeds. Never throws.
+ */
+bool is_cufile_available() noexcept;
 
 namespace detail {
 /// @brief Why `is_cufile_library_available()` is false ("" when it is true).

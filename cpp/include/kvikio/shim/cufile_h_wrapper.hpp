@@ -19,6 +19,11 @@
 
 #include <cuda.h>
 
+/// @brief cuFile errors are numbered above this value (as a negative byte count, `-nbytes > it`).
+#ifndef CUFILEOP_BASE_ERR
+#define CUFILEOP_BASE_ERR 5000
+#endif
+
 extern "C" {
 
 /// @brief cuFile status: 0 is success, 5001..5050 are cuFile errors.

@@ -1,7 +1,11 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
+#include <kvikio/cufile/config.hpp>
 #include <kvikio/cufile/driver.hpp>
+
+#include <cstdlib>
+#include <string>
 
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/error.hpp>
@@ -68,6 +72,26 @@ bool is_cufile_usable() noexcept { return CufileState::get().usable; }
 bool is_gds_available() noexcept { return CufileState::get().gds; }
 std::string cufile_unusable_reason() { return CufileState::get().reason; }
 }  // namespace detail
+
+bool is_cufile_available() noexcept { return detail::is_cufile_usable(); }
+
+void cuFileAPI::driver_open()
+{
+  auto const opened = DriverOpen();
+  if (opened.err != CU_FILE_DRIVER_ALREADY_OPEN) { KVIKIO_CUFILE_TRY(opened); }
+}
+
+void cuFileAPI::driver_close() { KVIKIO_CUFILE_TRY(DriverClose()); }
+
+std::string const& config_path()
+{
+  // cuFile reads the same variable; without it, its default file.
+  static std::string const path = [] {
+    char const* env = std::getenv("CUFILE_ENV_PATH_JSON");
+    return std::string{env != nullptr && *env != '\0' ? env : "/etc/cufile.json"};
+  }();
+  return path;
+}
 
 DriverInitializer::DriverInitializer()
 {
@@ -144,6 +168,16 @@ void DriverProperties::set_max_pinned_memory_size(std::size_t size_in_kb)
   KVIKIO_CUFILE_TRY(require(cuFileAPI::instance().DriverSetMaxPinnedMemSize,
                             "cuFileDriverSetMaxPinnedMemSize")(size_in_kb));
 }
+std::vector<CUfileDriverControlFlags> DriverProperties::get_nvfs_statusflags()
+{
+  unsigned int const bits = properties().nvfs.dstatusflags;
+  std::vector<CUfileDriverControlFlags> set;
+  for (unsigned int bit = 0; bit < 32; ++bit) {
+    if ((bits >> bit) & 1U) { set.push_back(static_cast<CUfileDriverControlFlags>(bit)); }
+  }
+  return set;
+}
+
 std::size_t DriverProperties::get_max_batch_io_size() { return properties().max_batch_io_size; }
 std::size_t DriverProperties::get_max_batch_io_timeout_msecs()
 {

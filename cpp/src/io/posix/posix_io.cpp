@@ -23,14 +23,13 @@
 #include <kvikio/detail/stream_cache.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/utils.hpp>
 
 namespace kvikio::detail {
 namespace {
 
 enum class Op { read, write };
-
-bool is_aligned(std::uintptr_t value, std::size_t alignment) { return value % alignment == 0; }
 
 std::string file_size_text(int fd)
 {
@@ -83,9 +82,9 @@ std::byte* aligned_scratch(std::size_t& size)
   thread_local std::unique_ptr<std::byte, Free> buffer;
   thread_local std::size_t buffer_size = 0;
   std::size_t const wanted =
-    std::max(defaults::bounce_buffer_size() / page_size(), std::size_t{1}) * page_size();
+    std::max(defaults::bounce_buffer_size() / get_page_size(), std::size_t{1}) * get_page_size();
   if (buffer_size != wanted) {
-    buffer.reset(static_cast<std::byte*>(std::aligned_alloc(page_size(), wanted)));
+    buffer.reset(static_cast<std::byte*>(std::aligned_alloc(get_page_size(), wanted)));
     if (!buffer) { throw std::bad_alloc(); }
     buffer_size = wanted;
   }
@@ -98,7 +97,7 @@ std::byte* aligned_scratch(std::size_t& size)
 std::size_t transfer_direct(
   Op op, int fd_direct, std::byte* buf, std::size_t length, std::size_t offset)
 {
-  if (length > 0 && is_aligned(reinterpret_cast<std::uintptr_t>(buf), page_size()) &&
+  if (length > 0 && is_aligned(reinterpret_cast<std::uintptr_t>(buf), get_page_size()) &&
       io_uring_selected()) {
     try {  // many requests in flight, issued inline
       io_uring_transfer_all(op == Op::read, fd_direct, buf, length, offset, false);
@@ -106,7 +105,7 @@ std::size_t transfer_direct(
     } catch (GenericSystemError const& e) {
       if (e.code().value() == EINVAL) { return 0; }  // refused here: the caller goes buffered
       throw;
-    } catch (std::out_of_range const&) {
+    } catch (EndOfFileError const&) {
       return 0;  // the file ends inside: the buffered path finds where, and says so
     }
   }
@@ -115,7 +114,7 @@ std::size_t transfer_direct(
     std::byte* target  = buf + done;
     std::size_t n      = length - done;
     std::byte* scratch = nullptr;
-    if (!is_aligned(reinterpret_cast<std::uintptr_t>(target), page_size())) {
+    if (!is_aligned(reinterpret_cast<std::uintptr_t>(target), get_page_size())) {
       std::size_t scratch_size = 0;
       scratch                  = aligned_scratch(scratch_size);
       n                        = std::min(n, scratch_size);
@@ -151,7 +150,7 @@ std::size_t host_io(Op op,
     transfer_all(op, fd, buf, size, file_offset);
     return size;
   }
-  std::size_t const page = page_size();
+  std::size_t const page = get_page_size();
   // Head: up to the first page boundary of the file.
   std::size_t const head = std::min(size, (page - file_offset % page) % page);
   transfer_all(op, fd, buf, head, file_offset);
@@ -247,15 +246,9 @@ std::size_t device_io(Op op,
 
 void throw_read_past_end(int fd, std::size_t size, std::size_t offset)
 {
-  throw std::out_of_range("KvikIO: read past the end of the file: " + std::to_string(size) +
-                          " bytes at offset " + std::to_string(offset) +
-                          " requested, the file has " + file_size_text(fd) + " bytes");
-}
-
-std::size_t page_size() noexcept
-{
-  static std::size_t const size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  return size;
+  throw EndOfFileError("POSIX error on pread: EOF (KvikIO: read past the end of the file: " +
+                       std::to_string(size) + " bytes at offset " + std::to_string(offset) +
+                       " requested, the file has " + file_size_text(fd) + " bytes)");
 }
 
 std::size_t posix_host_read(

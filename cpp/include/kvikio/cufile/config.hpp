@@ -1,0 +1,21 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file cufile/config.hpp
+ * @brief Where cuFile's configuration file is.
+ */
+
+#include <string>
+
+namespace kvikio {
+
+/**
+ * @brief The path of cuFile's configuration file: `CUFILE_ENV_PATH_JSON` if set (read once),
+ * otherwise `/etc/cufile.json`.
+ */
+[[nodiscard]] std::string const& config_path();
+
+}  // namespace kvikio
