@@ -164,7 +164,8 @@ TEST(FileHandleErrors, ReadPastEndNamesOffsetSizeAndFileSize)
     (void)r.pread(buf.data(), 200, 900).get();
     FAIL();
   } catch (kvikio::CUfileException const& e) {
-    EXPECT_NE(std::string{e.what()}.find("POSIX error on pread: EOF"), std::string::npos) << e.what();
+    EXPECT_NE(std::string{e.what()}.find("POSIX error on pread: EOF"), std::string::npos)
+      << e.what();
     std::string const what = e.what();
     EXPECT_NE(what.find("offset 900"), std::string::npos) << what;
     EXPECT_NE(what.find("1000 bytes"), std::string::npos) << what;
@@ -278,8 +279,7 @@ TEST_P(RoundTrip, PwriteThenReadBackWithPosix)
   std::size_t const task = 64 << 10;
   TempDir dir;
   for (std::size_t size : awkward_sizes()) {
-    for (std::size_t file_offset :
-         {std::size_t{0}, std::size_t{5}, kvikio::get_page_size() * 2}) {
+    for (std::size_t file_offset : {std::size_t{0}, std::size_t{5}, kvikio::get_page_size() * 2}) {
       SCOPED_TRACE("size " + std::to_string(size) + " file offset " + std::to_string(file_offset));
       auto const path    = dir.file("w" + std::to_string(size) + "_" + std::to_string(file_offset));
       auto const content = pattern(size, static_cast<std::uint32_t>(size + file_offset));

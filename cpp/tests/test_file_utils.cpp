@@ -139,8 +139,7 @@ TEST(FileUtils, PageCacheInfoAfterReadAndDrop)
     EXPECT_LT(cached_after, 16U);  // the kernel may keep some, but not the 16 just read
   }
   (void)cached_before;
-  EXPECT_THROW((void)kvikio::get_page_cache_info(dir.file("missing")),
-               kvikio::GenericSystemError);
+  EXPECT_THROW((void)kvikio::get_page_cache_info(dir.file("missing")), kvikio::GenericSystemError);
 }
 
 TEST(FileUtils, DropSystemPageCacheWithoutPrivilegeReturnsFalse)
@@ -161,8 +160,8 @@ TEST(FileUtils, BlockDeviceInfo)
   kvikio::test::write_file(path, kvikio::test::pattern(10, 3));
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
-  std::string const sysfs = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
-                            std::to_string(minor(st.st_dev));
+  std::string const sysfs =
+    "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
   if (::access(sysfs.c_str(), F_OK) != 0) {
     // tmpfs or overlayfs: no block device, which upstream reports as a system error.
     EXPECT_THROW((void)kvikio::get_block_device_info(path), kvikio::GenericSystemError);

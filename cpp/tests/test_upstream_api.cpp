@@ -66,7 +66,7 @@ namespace {
     &kvikio::open_fd_parse_flags;
   [[maybe_unused]] int (*p_open_fd)(std::string const&, std::string const&, bool, mode_t) =
     &kvikio::open_fd;
-  [[maybe_unused]] int (*p_open_flags)(int) = &kvikio::open_flags;
+  [[maybe_unused]] int (*p_open_flags)(int)                       = &kvikio::open_flags;
   [[maybe_unused]] std::size_t (*p_size_path)(std::string const&) = &kvikio::get_file_size;
   [[maybe_unused]] std::size_t (*p_size_fd)(int)                  = &kvikio::get_file_size;
   [[maybe_unused]] std::pair<std::size_t, std::size_t> (*p_pci_path)(
@@ -82,13 +82,13 @@ namespace {
     &kvikio::get_block_device_info;
 
   // utils.hpp
-  [[maybe_unused]] std::size_t (*p_page_size)()                 = &kvikio::get_page_size;
-  [[maybe_unused]] off_t (*p_size2off)(std::size_t)             = &kvikio::convert_size2off;
-  [[maybe_unused]] ssize_t (*p_size2ssize)(std::size_t)         = &kvikio::convert_size2ssize;
-  [[maybe_unused]] CUdeviceptr (*p_void2dev)(void const*)       = &kvikio::convert_void2deviceptr;
-  [[maybe_unused]] bool (*p_is_host)(void const*)               = &kvikio::is_host_memory;
-  [[maybe_unused]] int (*p_ordinal)(CUdeviceptr)                = &kvikio::get_device_ordinal_from_pointer;
-  [[maybe_unused]] CUcontext (*p_primary)(int)                  = &kvikio::get_primary_cuda_context;
+  [[maybe_unused]] std::size_t (*p_page_size)()           = &kvikio::get_page_size;
+  [[maybe_unused]] off_t (*p_size2off)(std::size_t)       = &kvikio::convert_size2off;
+  [[maybe_unused]] ssize_t (*p_size2ssize)(std::size_t)   = &kvikio::convert_size2ssize;
+  [[maybe_unused]] CUdeviceptr (*p_void2dev)(void const*) = &kvikio::convert_void2deviceptr;
+  [[maybe_unused]] bool (*p_is_host)(void const*)         = &kvikio::is_host_memory;
+  [[maybe_unused]] int (*p_ordinal)(CUdeviceptr) = &kvikio::get_device_ordinal_from_pointer;
+  [[maybe_unused]] CUcontext (*p_primary)(int)   = &kvikio::get_primary_cuda_context;
   [[maybe_unused]] std::optional<CUcontext> (*p_assoc)(CUdeviceptr) =
     &kvikio::get_context_associated_pointer;
   [[maybe_unused]] bool (*p_can_access)(CUdeviceptr) = &kvikio::current_context_can_access_pointer;
@@ -105,9 +105,9 @@ namespace {
   [[maybe_unused]] void (*p_bdereg)(void const*) = &kvikio::buffer_deregister;
   [[maybe_unused]] void (*p_mreg)(void const*, int, std::vector<int> const&) =
     &kvikio::memory_register;
-  [[maybe_unused]] void (*p_mdereg)(void const*)        = &kvikio::memory_deregister;
-  [[maybe_unused]] void (*p_sreg)(CUstream, unsigned)   = &kvikio::stream_register;
-  [[maybe_unused]] void (*p_sdereg)(CUstream)           = &kvikio::stream_deregister;
+  [[maybe_unused]] void (*p_mdereg)(void const*)      = &kvikio::memory_deregister;
+  [[maybe_unused]] void (*p_sreg)(CUstream, unsigned) = &kvikio::stream_register;
+  [[maybe_unused]] void (*p_sdereg)(CUstream)         = &kvikio::stream_deregister;
 
   // remote_handle.hpp, cufile/config.hpp, http_status_codes.hpp, compat_mode.hpp
   [[maybe_unused]] kvikio::RemoteEndpointType (*p_infer)(std::string const&) =
@@ -127,8 +127,8 @@ namespace {
 
   // detail/utils.hpp
   [[maybe_unused]] std::string (*p_norm)(std::string_view) = &kvikio::detail::normalize_env_value;
-  [[maybe_unused]] std::size_t (*p_up)(std::size_t, std::size_t) = &kvikio::detail::align_up;
-  [[maybe_unused]] void* (*p_up_ptr)(void*, std::size_t)         = &kvikio::detail::align_up;
+  [[maybe_unused]] std::size_t (*p_up)(std::size_t, std::size_t)   = &kvikio::detail::align_up;
+  [[maybe_unused]] void* (*p_up_ptr)(void*, std::size_t)           = &kvikio::detail::align_up;
   [[maybe_unused]] std::size_t (*p_down)(std::size_t, std::size_t) = &kvikio::detail::align_down;
   [[maybe_unused]] void* (*p_down_ptr)(void*, std::size_t)         = &kvikio::detail::align_down;
   [[maybe_unused]] bool (*p_aligned)(std::size_t, std::size_t)     = &kvikio::detail::is_aligned;
@@ -139,64 +139,65 @@ namespace {
 [[maybe_unused]] void take_defaults_addresses()
 {
   using kvikio::defaults;
-  [[maybe_unused]] kvikio::CompatMode (*a)()                     = &defaults::compat_mode;
-  [[maybe_unused]] void (*b)(kvikio::CompatMode)                 = &defaults::set_compat_mode;
-  [[maybe_unused]] kvikio::CompatMode (*c)(kvikio::CompatMode)   = &defaults::infer_compat_mode_if_auto;
-  [[maybe_unused]] bool (*d)(kvikio::CompatMode)                 = &defaults::is_compat_mode_preferred;
-  [[maybe_unused]] bool (*e)()                                   = &defaults::is_compat_mode_preferred;
-  [[maybe_unused]] kvikio::ThreadPool& (*f)()                    = &defaults::thread_pool;
-  [[maybe_unused]] unsigned int (*g)()                           = &defaults::thread_pool_nthreads;
-  [[maybe_unused]] void (*h)(unsigned int)                       = &defaults::set_thread_pool_nthreads;
-  [[maybe_unused]] unsigned int (*i)()                           = &defaults::num_threads;
-  [[maybe_unused]] void (*j)(unsigned int)                       = &defaults::set_num_threads;
-  [[maybe_unused]] std::size_t (*k)()                            = &defaults::task_size;
-  [[maybe_unused]] void (*l)(std::size_t)                        = &defaults::set_task_size;
-  [[maybe_unused]] std::size_t (*m)()                            = &defaults::gds_threshold;
-  [[maybe_unused]] void (*n)(std::size_t)                        = &defaults::set_gds_threshold;
-  [[maybe_unused]] std::size_t (*o)()                            = &defaults::bounce_buffer_size;
-  [[maybe_unused]] void (*p)(std::size_t)                        = &defaults::set_bounce_buffer_size;
-  [[maybe_unused]] std::size_t (*q)()                            = &defaults::http_max_attempts;
-  [[maybe_unused]] void (*r)(std::size_t)                        = &defaults::set_http_max_attempts;
-  [[maybe_unused]] long (*s)()                                   = &defaults::http_timeout;
-  [[maybe_unused]] void (*t)(long)                               = &defaults::set_http_timeout;
-  [[maybe_unused]] std::vector<int> const& (*u)()                = &defaults::http_status_codes;
-  [[maybe_unused]] void (*v)(std::vector<int>)                   = &defaults::set_http_status_codes;
-  [[maybe_unused]] bool (*w)()                                   = &defaults::auto_direct_io_read;
-  [[maybe_unused]] void (*x)(bool)                               = &defaults::set_auto_direct_io_read;
-  [[maybe_unused]] bool (*y)()                                   = &defaults::auto_direct_io_read_overread;
-  [[maybe_unused]] void (*z)(bool) = &defaults::set_auto_direct_io_read_overread;
-  [[maybe_unused]] bool (*a2)()    = &defaults::auto_direct_io_write;
-  [[maybe_unused]] void (*b2)(bool) = &defaults::set_auto_direct_io_write;
-  [[maybe_unused]] bool (*c2)()     = &defaults::thread_pool_per_block_device;
-  [[maybe_unused]] void (*d2)(bool) = &defaults::set_thread_pool_per_block_device;
-  [[maybe_unused]] kvikio::RemoteIOBackend (*e2)()       = &defaults::remote_io_backend;
-  [[maybe_unused]] unsigned int (*f2)()                  = &defaults::remote_io_num_reactors;
+  [[maybe_unused]] kvikio::CompatMode (*a)()     = &defaults::compat_mode;
+  [[maybe_unused]] void (*b)(kvikio::CompatMode) = &defaults::set_compat_mode;
+  [[maybe_unused]] kvikio::CompatMode (*c)(kvikio::CompatMode) =
+    &defaults::infer_compat_mode_if_auto;
+  [[maybe_unused]] bool (*d)(kvikio::CompatMode)   = &defaults::is_compat_mode_preferred;
+  [[maybe_unused]] bool (*e)()                     = &defaults::is_compat_mode_preferred;
+  [[maybe_unused]] kvikio::ThreadPool& (*f)()      = &defaults::thread_pool;
+  [[maybe_unused]] unsigned int (*g)()             = &defaults::thread_pool_nthreads;
+  [[maybe_unused]] void (*h)(unsigned int)         = &defaults::set_thread_pool_nthreads;
+  [[maybe_unused]] unsigned int (*i)()             = &defaults::num_threads;
+  [[maybe_unused]] void (*j)(unsigned int)         = &defaults::set_num_threads;
+  [[maybe_unused]] std::size_t (*k)()              = &defaults::task_size;
+  [[maybe_unused]] void (*l)(std::size_t)          = &defaults::set_task_size;
+  [[maybe_unused]] std::size_t (*m)()              = &defaults::gds_threshold;
+  [[maybe_unused]] void (*n)(std::size_t)          = &defaults::set_gds_threshold;
+  [[maybe_unused]] std::size_t (*o)()              = &defaults::bounce_buffer_size;
+  [[maybe_unused]] void (*p)(std::size_t)          = &defaults::set_bounce_buffer_size;
+  [[maybe_unused]] std::size_t (*q)()              = &defaults::http_max_attempts;
+  [[maybe_unused]] void (*r)(std::size_t)          = &defaults::set_http_max_attempts;
+  [[maybe_unused]] long (*s)()                     = &defaults::http_timeout;
+  [[maybe_unused]] void (*t)(long)                 = &defaults::set_http_timeout;
+  [[maybe_unused]] std::vector<int> const& (*u)()  = &defaults::http_status_codes;
+  [[maybe_unused]] void (*v)(std::vector<int>)     = &defaults::set_http_status_codes;
+  [[maybe_unused]] bool (*w)()                     = &defaults::auto_direct_io_read;
+  [[maybe_unused]] void (*x)(bool)                 = &defaults::set_auto_direct_io_read;
+  [[maybe_unused]] bool (*y)()                     = &defaults::auto_direct_io_read_overread;
+  [[maybe_unused]] void (*z)(bool)                 = &defaults::set_auto_direct_io_read_overread;
+  [[maybe_unused]] bool (*a2)()                    = &defaults::auto_direct_io_write;
+  [[maybe_unused]] void (*b2)(bool)                = &defaults::set_auto_direct_io_write;
+  [[maybe_unused]] bool (*c2)()                    = &defaults::thread_pool_per_block_device;
+  [[maybe_unused]] void (*d2)(bool)                = &defaults::set_thread_pool_per_block_device;
+  [[maybe_unused]] kvikio::RemoteIOBackend (*e2)() = &defaults::remote_io_backend;
+  [[maybe_unused]] unsigned int (*f2)()            = &defaults::remote_io_num_reactors;
   [[maybe_unused]] kvikio::RemoteReactorDispatch (*g2)() = &defaults::remote_io_reactor_dispatch;
-  [[maybe_unused]] std::size_t (*h2)()                   = &defaults::remote_io_max_concurrent_requests;
+  [[maybe_unused]] std::size_t (*h2)() = &defaults::remote_io_max_concurrent_requests;
 }
 
 // Member functions with upstream's exact signatures.
 [[maybe_unused]] void take_member_addresses()
 {
   using kvikio::FileHandle;
-  [[maybe_unused]] std::size_t (FileHandle::*fh_read)(void*, std::size_t, std::size_t, std::size_t,
-                                                      bool) = &FileHandle::read;
+  [[maybe_unused]] std::size_t (FileHandle::*fh_read)(
+    void*, std::size_t, std::size_t, std::size_t, bool) = &FileHandle::read;
   [[maybe_unused]] std::future<std::size_t> (FileHandle::*fh_pread)(
     void*, std::size_t, std::size_t, std::size_t, std::size_t, bool, kvikio::ThreadPool*) =
     &FileHandle::pread;
   [[maybe_unused]] std::future<std::size_t> (FileHandle::*fh_pwrite)(
     void const*, std::size_t, std::size_t, std::size_t, std::size_t, bool, kvikio::ThreadPool*) =
     &FileHandle::pwrite;
-  [[maybe_unused]] void (FileHandle::*fh_ra)(void*, std::size_t*, off_t*, off_t*, ssize_t*, CUstream) =
-    &FileHandle::read_async;
-  [[maybe_unused]] void (FileHandle::*fh_wa)(void*, std::size_t*, off_t*, off_t*, ssize_t*, CUstream) =
-    &FileHandle::write_async;
+  [[maybe_unused]] void (FileHandle::*fh_ra)(
+    void*, std::size_t*, off_t*, off_t*, ssize_t*, CUstream) = &FileHandle::read_async;
+  [[maybe_unused]] void (FileHandle::*fh_wa)(
+    void*, std::size_t*, off_t*, off_t*, ssize_t*, CUstream) = &FileHandle::write_async;
   [[maybe_unused]] CUfileHandle_t (FileHandle::*fh_handle)() = &FileHandle::handle;
   [[maybe_unused]] int (FileHandle::*fh_flags)(bool) const   = &FileHandle::fd_open_flags;
 
   using kvikio::MmapHandle;
-  [[maybe_unused]] std::size_t (MmapHandle::*mm_read)(void*, std::optional<std::size_t>,
-                                                      std::size_t) = &MmapHandle::read;
+  [[maybe_unused]] std::size_t (MmapHandle::*mm_read)(
+    void*, std::optional<std::size_t>, std::size_t) = &MmapHandle::read;
   [[maybe_unused]] std::future<std::size_t> (MmapHandle::*mm_pread)(
     void*, std::optional<std::size_t>, std::size_t, std::size_t, kvikio::ThreadPool*) =
     &MmapHandle::pread;
@@ -212,15 +213,14 @@ namespace {
     void*, std::size_t, std::size_t, std::size_t, kvikio::ThreadPool*) = &RemoteHandle::pread;
   [[maybe_unused]] std::pair<std::string, std::string> (*s3_parse)(std::string const&) =
     &kvikio::S3Endpoint::parse_s3_url;
-  [[maybe_unused]] std::string (*s3_url)(std::string,
-                                         std::string,
-                                         std::optional<std::string>,
-                                         std::optional<std::string>) =
+  [[maybe_unused]] std::string (*s3_url)(
+    std::string, std::string, std::optional<std::string>, std::optional<std::string>) =
     &kvikio::S3Endpoint::url_from_bucket_and_object;
   [[maybe_unused]] bool (*v1)(std::string const&) = &kvikio::HttpEndpoint::is_url_valid;
   [[maybe_unused]] bool (*v2)(std::string const&) = &kvikio::S3Endpoint::is_url_valid;
   [[maybe_unused]] bool (*v3)(std::string const&) = &kvikio::S3PublicEndpoint::is_url_valid;
-  [[maybe_unused]] bool (*v4)(std::string const&) = &kvikio::S3EndpointWithPresignedUrl::is_url_valid;
+  [[maybe_unused]] bool (*v4)(std::string const&) =
+    &kvikio::S3EndpointWithPresignedUrl::is_url_valid;
   [[maybe_unused]] bool (*v5)(std::string const&) = &kvikio::WebHdfsEndpoint::is_url_valid;
 
   using kvikio::CompatModeManager;
@@ -228,33 +228,44 @@ namespace {
     &CompatModeManager::validate_compat_mode_for_async;
 
   [[maybe_unused]] std::tuple<void*, std::size_t*, off_t*, off_t*, ssize_t*, CUstream> (
-    kvikio::StreamFuture::*sf_args)() const        = &kvikio::StreamFuture::get_args;
-  [[maybe_unused]] std::size_t (kvikio::StreamFuture::*sf_done)() = &kvikio::StreamFuture::check_bytes_done;
+    kvikio::StreamFuture::*sf_args)() const = &kvikio::StreamFuture::get_args;
+  [[maybe_unused]] std::size_t (kvikio::StreamFuture::*sf_done)() =
+    &kvikio::StreamFuture::check_bytes_done;
 
   using kvikio::BatchHandle;
   [[maybe_unused]] void (BatchHandle::*bh_submit)(std::vector<kvikio::BatchOp> const&) =
     &BatchHandle::submit;
   [[maybe_unused]] std::vector<CUfileIOEvents_t> (BatchHandle::*bh_status)(
-    unsigned, unsigned, struct timespec*) = &BatchHandle::status;
+    unsigned, unsigned, struct timespec*)           = &BatchHandle::status;
   [[maybe_unused]] void (BatchHandle::*bh_cancel)() = &BatchHandle::cancel;
 
   using kvikio::DriverProperties;
-  [[maybe_unused]] bool (DriverProperties::*dp1)()                = &DriverProperties::is_gds_available;
-  [[maybe_unused]] unsigned int (DriverProperties::*dp2)()        = &DriverProperties::get_nvfs_major_version;
-  [[maybe_unused]] unsigned int (DriverProperties::*dp3)()        = &DriverProperties::get_nvfs_minor_version;
-  [[maybe_unused]] bool (DriverProperties::*dp4)()                = &DriverProperties::get_nvfs_allow_compat_mode;
-  [[maybe_unused]] bool (DriverProperties::*dp5)()                = &DriverProperties::get_nvfs_poll_mode;
-  [[maybe_unused]] std::size_t (DriverProperties::*dp6)()         = &DriverProperties::get_nvfs_poll_thresh_size;
-  [[maybe_unused]] void (DriverProperties::*dp7)(bool)            = &DriverProperties::set_nvfs_poll_mode;
-  [[maybe_unused]] void (DriverProperties::*dp8)(std::size_t)     = &DriverProperties::set_nvfs_poll_thresh_size;
+  [[maybe_unused]] bool (DriverProperties::*dp1)() = &DriverProperties::is_gds_available;
+  [[maybe_unused]] unsigned int (DriverProperties::*dp2)() =
+    &DriverProperties::get_nvfs_major_version;
+  [[maybe_unused]] unsigned int (DriverProperties::*dp3)() =
+    &DriverProperties::get_nvfs_minor_version;
+  [[maybe_unused]] bool (DriverProperties::*dp4)() = &DriverProperties::get_nvfs_allow_compat_mode;
+  [[maybe_unused]] bool (DriverProperties::*dp5)() = &DriverProperties::get_nvfs_poll_mode;
+  [[maybe_unused]] std::size_t (DriverProperties::*dp6)() =
+    &DriverProperties::get_nvfs_poll_thresh_size;
+  [[maybe_unused]] void (DriverProperties::*dp7)(bool) = &DriverProperties::set_nvfs_poll_mode;
+  [[maybe_unused]] void (DriverProperties::*dp8)(std::size_t) =
+    &DriverProperties::set_nvfs_poll_thresh_size;
   [[maybe_unused]] std::vector<CUfileDriverControlFlags> (DriverProperties::*dp9)() =
     &DriverProperties::get_nvfs_statusflags;
-  [[maybe_unused]] std::size_t (DriverProperties::*dp10)()     = &DriverProperties::get_max_device_cache_size;
-  [[maybe_unused]] void (DriverProperties::*dp11)(std::size_t) = &DriverProperties::set_max_device_cache_size;
-  [[maybe_unused]] std::size_t (DriverProperties::*dp12)()     = &DriverProperties::get_per_buffer_cache_size;
-  [[maybe_unused]] std::size_t (DriverProperties::*dp13)()     = &DriverProperties::get_max_pinned_memory_size;
-  [[maybe_unused]] void (DriverProperties::*dp14)(std::size_t) = &DriverProperties::set_max_pinned_memory_size;
-  [[maybe_unused]] std::size_t (DriverProperties::*dp15)()     = &DriverProperties::get_max_batch_io_size;
+  [[maybe_unused]] std::size_t (DriverProperties::*dp10)() =
+    &DriverProperties::get_max_device_cache_size;
+  [[maybe_unused]] void (DriverProperties::*dp11)(std::size_t) =
+    &DriverProperties::set_max_device_cache_size;
+  [[maybe_unused]] std::size_t (DriverProperties::*dp12)() =
+    &DriverProperties::get_per_buffer_cache_size;
+  [[maybe_unused]] std::size_t (DriverProperties::*dp13)() =
+    &DriverProperties::get_max_pinned_memory_size;
+  [[maybe_unused]] void (DriverProperties::*dp14)(std::size_t) =
+    &DriverProperties::set_max_pinned_memory_size;
+  [[maybe_unused]] std::size_t (DriverProperties::*dp15)() =
+    &DriverProperties::get_max_batch_io_size;
 
   [[maybe_unused]] void (kvikio::cuFileAPI::*cf_open)()  = &kvikio::cuFileAPI::driver_open;
   [[maybe_unused]] void (kvikio::cuFileAPI::*cf_close)() = &kvikio::cuFileAPI::driver_close;
@@ -268,11 +279,11 @@ namespace {
 template <typename Pool>
 void use_pool()
 {
-  Pool& pool                                  = Pool::instance();
-  [[maybe_unused]] typename Pool::Buffer (Pool::*get)() = &Pool::get;
-  [[maybe_unused]] std::size_t (Pool::*free_count)() const = &Pool::num_free_buffers;
-  [[maybe_unused]] std::size_t (Pool::*size)() const       = &Pool::buffer_size;
-  [[maybe_unused]] std::size_t (Pool::*clear)()            = &Pool::clear;
+  Pool& pool                                                      = Pool::instance();
+  [[maybe_unused]] typename Pool::Buffer (Pool::*get)()           = &Pool::get;
+  [[maybe_unused]] std::size_t (Pool::*free_count)() const        = &Pool::num_free_buffers;
+  [[maybe_unused]] std::size_t (Pool::*size)() const              = &Pool::buffer_size;
+  [[maybe_unused]] std::size_t (Pool::*clear)()                   = &Pool::clear;
   [[maybe_unused]] void (Pool::*put)(void*, std::size_t) noexcept = &Pool::put;
   [[maybe_unused]] void* (Pool::Buffer::*at)(std::ptrdiff_t) const noexcept = &Pool::Buffer::get;
   (void)pool;
@@ -297,8 +308,10 @@ std::string write_pattern_file(std::string const& path, std::size_t nbytes)
 
 TEST(UpstreamApi, VersionMacrosAndStringify)
 {
-  static_assert(KVIKIO_VERSION_MAJOR >= 0 && KVIKIO_VERSION_MINOR >= 0 && KVIKIO_VERSION_PATCH >= 0);
-  EXPECT_STREQ(KVIKIO_STRINGIFY(KVIKIO_VERSION_MAJOR), std::to_string(KVIKIO_VERSION_MAJOR).c_str());
+  static_assert(KVIKIO_VERSION_MAJOR >= 0 && KVIKIO_VERSION_MINOR >= 0 &&
+                KVIKIO_VERSION_PATCH >= 0);
+  EXPECT_STREQ(KVIKIO_STRINGIFY(KVIKIO_VERSION_MAJOR),
+               std::to_string(KVIKIO_VERSION_MAJOR).c_str());
   EXPECT_STREQ(KVIKIO_STRINGIFY(abc), "abc");
 }
 
@@ -328,7 +341,8 @@ TEST(UpstreamApi, ErrorMacros)
   CUfileError_t ok{};
   EXPECT_NO_THROW(KVIKIO_CUFILE_TRY(ok));
   EXPECT_NO_THROW(KVIKIO_CUDA_DRIVER_TRY(CUDA_SUCCESS));
-  EXPECT_THROW(KVIKIO_CUDA_DRIVER_TRY(CUDA_ERROR_INVALID_VALUE, std::runtime_error), std::runtime_error);
+  EXPECT_THROW(KVIKIO_CUDA_DRIVER_TRY(CUDA_ERROR_INVALID_VALUE, std::runtime_error),
+               std::runtime_error);
   kvikio::GenericSystemError const e1(EACCES, "denied");
   kvikio::GenericSystemError const e2(EACCES, std::string("denied"));
   kvikio::GenericSystemError const e3("plain");
@@ -353,7 +367,8 @@ TEST(UpstreamApi, Utils)
   EXPECT_THROW((void)kvikio::convert_size2ssize(std::numeric_limits<std::size_t>::max()),
                std::overflow_error);
   static_assert(std::is_same_v<decltype(kvikio::convert_to_64bit(1)), std::int64_t>);
-  static_assert(std::is_same_v<decltype(kvikio::convert_to_64bit(std::uint64_t{1})), std::uint64_t>);
+  static_assert(
+    std::is_same_v<decltype(kvikio::convert_to_64bit(std::uint64_t{1})), std::uint64_t>);
   static_assert(std::is_same_v<decltype(kvikio::convert_to_64bit(1.5F)), double>);
   EXPECT_EQ(kvikio::convert_to_64bit(-3), -3);
   auto ready = kvikio::make_ready_future(std::size_t{7});
@@ -406,7 +421,8 @@ TEST(UpstreamApi, DefaultsRemoteBackendAndDispatch)
 TEST(UpstreamApi, ReactorDispatchFromEnvironment)
 {
   kvikio::test::EnvGuard guard{{"KVIKIO_REMOTE_IO_REACTOR_DISPATCH", "per_pread"}};
-  EXPECT_EQ(kvikio::defaults::remote_io_reactor_dispatch(), kvikio::RemoteReactorDispatch::PER_PREAD);
+  EXPECT_EQ(kvikio::defaults::remote_io_reactor_dispatch(),
+            kvikio::RemoteReactorDispatch::PER_PREAD);
 }
 
 TEST(UpstreamApi, ReactorDispatchBadValueNamesIt)
@@ -466,8 +482,8 @@ TEST(UpstreamApi, UrlParserBuilderEncoder)
   EXPECT_FALSE(plain.query.has_value());
   EXPECT_THROW((void)UrlParser::parse("not a url"), std::runtime_error);
   EXPECT_EQ(UrlParser::extract_component("http://h/p?q=2", CURLUPART_QUERY), "q=2");
-  EXPECT_EQ(UrlParser::extract_component("http://h/p", CURLUPART_QUERY, std::nullopt, std::nullopt,
-                                         CURLUE_NO_QUERY),
+  EXPECT_EQ(UrlParser::extract_component(
+              "http://h/p", CURLUPART_QUERY, std::nullopt, std::nullopt, CURLUE_NO_QUERY),
             std::nullopt);
   kvikio::detail::CurlUrlHandle handle;
   EXPECT_NE(handle.get(), nullptr);
@@ -486,7 +502,8 @@ TEST(UpstreamApi, UrlParserBuilderEncoder)
 TEST(UpstreamApi, RemoteEnumsAndInference)
 {
   EXPECT_EQ(kvikio::infer_remote_endpoint_type("s3://bucket/key"), kvikio::RemoteEndpointType::S3);
-  EXPECT_EQ(kvikio::infer_remote_endpoint_type("http://host/file"), kvikio::RemoteEndpointType::HTTP);
+  EXPECT_EQ(kvikio::infer_remote_endpoint_type("http://host/file"),
+            kvikio::RemoteEndpointType::HTTP);
   for (auto v : {kvikio::RemoteEndpointType::AUTO,
                  kvikio::RemoteEndpointType::S3,
                  kvikio::RemoteEndpointType::S3_PUBLIC,
@@ -527,9 +544,12 @@ TEST(UpstreamApi, FileHandleErrorsStartWithUpstreamWording)
   expect_message([&] { (void)mapped.read(buf, 8, 101); }, "Offset is past the end of file");
   expect_message([&] { (void)mapped.read(buf, 8, 96); }, "Read is out of bound");
   EXPECT_EQ(mapped.read(buf, std::nullopt, 100), 0U);  // at the end: nothing to read
-  expect_message([&] { kvikio::MmapHandle m(path, "r", 0); }, "Mapped region should not be zero byte");
-  expect_message([&] { kvikio::MmapHandle m(path, "r", 101); }, "Mapped region is past the end of file");
-  expect_message([&] { kvikio::MmapHandle m(path, "w"); }, "File-backed mmap write is not supported yet");
+  expect_message([&] { kvikio::MmapHandle m(path, "r", 0); },
+                 "Mapped region should not be zero byte");
+  expect_message([&] { kvikio::MmapHandle m(path, "r", 101); },
+                 "Mapped region is past the end of file");
+  expect_message([&] { kvikio::MmapHandle m(path, "w"); },
+                 "File-backed mmap write is not supported yet");
   expect_message([&] { kvikio::MmapHandle m(path, "r", std::nullopt, 200); },
                  "Offset must be less than the file size");
 }

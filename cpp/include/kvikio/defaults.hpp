@@ -40,8 +40,8 @@ enum class LocalIOBackend : uint8_t {
  * same two values.
  */
 enum class RemoteIOBackend : uint8_t {
-  EASY_THREADPOOL = 0,  ///< one blocking libcurl easy transfer per task on the thread pool
-  MULTI_POLL      = 1,  ///< reactor threads multiplexing transfers with `curl_multi_poll`
+  EASY_THREADPOOL    = 0,  ///< one blocking libcurl easy transfer per task on the thread pool
+  MULTI_POLL         = 1,  ///< reactor threads multiplexing transfers with `curl_multi_poll`
   LIBCURL_EASY       = EASY_THREADPOOL,  ///< the same as EASY_THREADPOOL
   LIBCURL_MULTI_POLL = MULTI_POLL,       ///< the same as MULTI_POLL
 };

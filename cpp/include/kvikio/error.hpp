@@ -103,7 +103,6 @@ void check_bytes_done(long nbytes_done, char const* file, int line)
   throw Exception{failure_location(file, line) + bytes_done_error_description(-nbytes_done)};
 }
 
-
 }  // namespace detail
 }  // namespace kvikio
 
@@ -157,28 +156,30 @@ void check_bytes_done(long nbytes_done, char const* file, int line)
 #define KVIKIO_CUFILE_TRY(...) \
   KVIKIO_VA_SELECT_2(__VA_ARGS__, KVIKIO_CUFILE_TRY_2, KVIKIO_CUFILE_TRY_1)(__VA_ARGS__)
 #define KVIKIO_CUFILE_TRY_1(call) KVIKIO_CUFILE_TRY_2(call, kvikio::CUfileException)
-#define KVIKIO_CUFILE_TRY_2(call, exception_type)                                               \
-  do {                                                                                          \
-    auto const kvikio_cufile_result_ = (call);                                                  \
-    if (kvikio_cufile_result_.err != 0) {                                                       \
-      throw exception_type{kvikio::detail::failure_location(__FILE__, __LINE__) +               \
-                           kvikio::detail::cufile_error_description(                            \
-                             kvikio_cufile_result_.err, kvikio_cufile_result_.cu_err) +         \
-                           " in " #call};                                                       \
-    }                                                                                           \
+#define KVIKIO_CUFILE_TRY_2(call, exception_type)                                       \
+  do {                                                                                  \
+    auto const kvikio_cufile_result_ = (call);                                          \
+    if (kvikio_cufile_result_.err != 0) {                                               \
+      throw exception_type{kvikio::detail::failure_location(__FILE__, __LINE__) +       \
+                           kvikio::detail::cufile_error_description(                    \
+                             kvikio_cufile_result_.err, kvikio_cufile_result_.cu_err) + \
+                           " in " #call};                                               \
+    }                                                                                   \
   } while (0)
 
 /**
  * @brief Throws `exception_type` (default `kvikio::CUfileException`) if the byte count a cuFile
  * read or write returned is negative (an error), naming the error.
  */
-#define KVIKIO_CUFILE_CHECK_BYTES_DONE(...)                                                       \
-  KVIKIO_VA_SELECT_2(__VA_ARGS__, KVIKIO_CUFILE_CHECK_BYTES_DONE_2, KVIKIO_CUFILE_CHECK_BYTES_DONE_1) \
+#define KVIKIO_CUFILE_CHECK_BYTES_DONE(...)                                          \
+  KVIKIO_VA_SELECT_2(                                                                \
+    __VA_ARGS__, KVIKIO_CUFILE_CHECK_BYTES_DONE_2, KVIKIO_CUFILE_CHECK_BYTES_DONE_1) \
   (__VA_ARGS__)
 #define KVIKIO_CUFILE_CHECK_BYTES_DONE_1(nbytes_done) \
   KVIKIO_CUFILE_CHECK_BYTES_DONE_2(nbytes_done, kvikio::CUfileException)
 #define KVIKIO_CUFILE_CHECK_BYTES_DONE_2(nbytes_done, exception_type) \
-  kvikio::detail::check_bytes_done<exception_type>(static_cast<long>(nbytes_done), __FILE__, __LINE__)
+  kvikio::detail::check_bytes_done<exception_type>(                   \
+    static_cast<long>(nbytes_done), __FILE__, __LINE__)
 
 /**
  * @brief Throws `kvikio::GenericSystemError` with the current errno if `return_value` equals the
@@ -186,8 +187,8 @@ void check_bytes_done(long nbytes_done, char const* file, int line)
  *
  * An optional second argument adds context to the message (for example the path).
  */
-#define KVIKIO_SYSCALL_CHECK(...)                                                         \
-  KVIKIO_VA_SELECT_3(                                                                     \
+#define KVIKIO_SYSCALL_CHECK(...)                                                        \
+  KVIKIO_VA_SELECT_3(                                                                    \
     __VA_ARGS__, KVIKIO_SYSCALL_CHECK_3, KVIKIO_SYSCALL_CHECK_2, KVIKIO_SYSCALL_CHECK_1) \
   (__VA_ARGS__)
 #define KVIKIO_SYSCALL_CHECK_1(return_value) KVIKIO_SYSCALL_CHECK_3(return_value, std::string{}, -1)

@@ -52,10 +52,10 @@ template <typename T, std::enable_if_t<std::is_integral_v<T>>* = nullptr>
 [[nodiscard]] std::int64_t convert_to_64bit(T value)
 {
   if constexpr (std::numeric_limits<T>::max() > std::numeric_limits<std::int64_t>::max()) {
-    KVIKIO_EXPECT(value <= static_cast<T>(std::numeric_limits<std::int64_t>::max()),
-                  "convert_to_64bit(x): x too large to fit std::int64_t (x = " +
-                    std::to_string(value) + ")",
-                  std::overflow_error);
+    KVIKIO_EXPECT(
+      value <= static_cast<T>(std::numeric_limits<std::int64_t>::max()),
+      "convert_to_64bit(x): x too large to fit std::int64_t (x = " + std::to_string(value) + ")",
+      std::overflow_error);
   }
   return static_cast<std::int64_t>(value);
 }

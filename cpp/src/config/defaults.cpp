@@ -367,10 +367,7 @@ void defaults::set_remote_max_connections(std::size_t remote_max_connections)
   set<&Settings::remote_max_connections>(remote_max_connections);
 }
 
-unsigned int defaults::remote_io_num_reactors()
-{
-  return get<&Settings::remote_io_num_reactors>();
-}
+unsigned int defaults::remote_io_num_reactors() { return get<&Settings::remote_io_num_reactors>(); }
 void defaults::set_remote_io_num_reactors(unsigned int num_reactors)
 {
   expect_positive("set_remote_io_num_reactors", "remote_io_num_reactors", num_reactors);

@@ -74,9 +74,7 @@ std::string cufile_error_description(int cufile_err, CUresult cu_err) noexcept
 std::string bytes_done_error_description(long err) noexcept
 {
   try {
-    if (err > CUFILEOP_BASE_ERR) {
-      return "cuFile error " + std::to_string(err);
-    }
+    if (err > CUFILEOP_BASE_ERR) { return "cuFile error " + std::to_string(err); }
     return std::generic_category().message(static_cast<int>(err));
   } catch (...) {
     return "error " + std::to_string(err);

@@ -51,10 +51,7 @@ bool CompatModeManager::is_compat_mode_preferred_for_async() const noexcept
 
 CompatMode CompatModeManager::compat_mode_requested() const noexcept { return requested_; }
 
-CUfileHandle_t CompatModeManager::cufile_handle() const noexcept
-{
-  return cufile_handle_.handle();
-}
+CUfileHandle_t CompatModeManager::cufile_handle() const noexcept { return cufile_handle_.handle(); }
 
 void CompatModeManager::validate_compat_mode_for_async() const
 {

@@ -42,9 +42,10 @@ std::size_t cufile_bytes(ssize_t ret, std::size_t size, std::size_t file_offset,
                           detail::cufile_error_description(static_cast<int>(-ret), CUDA_SUCCESS)};
   }
   if (static_cast<std::size_t>(ret) < size) {
-    throw detail::EndOfFileError("POSIX error on pread: EOF (KvikIO: " + std::string{what} + " moved " + std::to_string(ret) +
-                            " of " + std::to_string(size) + " bytes at offset " +
-                            std::to_string(file_offset) + ": end of file?)");
+    throw detail::EndOfFileError("POSIX error on pread: EOF (KvikIO: " + std::string{what} +
+                                 " moved " + std::to_string(ret) + " of " + std::to_string(size) +
+                                 " bytes at offset " + std::to_string(file_offset) +
+                                 ": end of file?)");
   }
   return static_cast<std::size_t>(ret);
 }
@@ -115,12 +116,12 @@ FileHandle& FileHandle::operator=(FileHandle&& o) noexcept
 {
   if (this != &o) {
     close();
-    path_      = std::move(o.path_);
-    flags_     = std::move(o.flags_);
-    fd_        = std::exchange(o.fd_, -1);
-    fd_direct_ = std::exchange(o.fd_direct_, -1);
+    path_        = std::move(o.path_);
+    flags_       = std::move(o.flags_);
+    fd_          = std::exchange(o.fd_, -1);
+    fd_direct_   = std::exchange(o.fd_direct_, -1);
     access_mode_ = o.access_mode_;
-    device_    = o.device_;
+    device_      = o.device_;
     nbytes_.store(o.nbytes_.load());
     compat_ = std::move(o.compat_);
   }

@@ -134,8 +134,8 @@ int open_fd_parse_flags(std::string const& flags, bool o_direct)
 int open_fd(std::string const& file_path, std::string const& flags, bool o_direct, mode_t mode)
 {
   int const fd = ::open(file_path.c_str(), open_fd_parse_flags(flags, o_direct), mode);
-  KVIKIO_SYSCALL_CHECK(
-    fd, "Unable to open file \"" + file_path + "\" with flags \"" + flags + "\"");
+  KVIKIO_SYSCALL_CHECK(fd,
+                       "Unable to open file \"" + file_path + "\" with flags \"" + flags + "\"");
   return fd;
 }
 
@@ -196,8 +196,8 @@ void drop_file_page_cache(int fd, std::size_t offset, std::size_t length, bool s
   if (sync_first) {
     KVIKIO_SYSCALL_CHECK(::fdatasync(fd), "fdatasync failed (fd " + std::to_string(fd) + ")");
   }
-  int const err = ::posix_fadvise(
-    fd, convert_size2off(offset), convert_size2off(length), POSIX_FADV_DONTNEED);
+  int const err =
+    ::posix_fadvise(fd, convert_size2off(offset), convert_size2off(length), POSIX_FADV_DONTNEED);
   if (err != 0) {
     detail::throw_system_error(
       err, __FILE__, __LINE__, "posix_fadvise failed (fd " + std::to_string(fd) + ")");
@@ -289,8 +289,8 @@ BlockDeviceInfo get_block_device_info(std::string const& file_path)
   }
   struct stat st {};
   KVIKIO_SYSCALL_CHECK(::stat(file_path.c_str(), &st), "stat(\"" + file_path + "\") failed");
-  std::string const sysfs = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
-                            std::to_string(minor(st.st_dev));
+  std::string const sysfs =
+    "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
   KVIKIO_SYSCALL_CHECK(::access(sysfs.c_str(), F_OK),
                        "sysfs path \"" + sysfs + "\" for file \"" + file_path +
                          "\" does not exist. The file may reside on a virtual file system "
@@ -306,7 +306,8 @@ BlockDeviceInfo get_block_device_info(std::string const& file_path)
     name   = device.filename().string();
   }
   std::ifstream dev_file{device / "dev"};
-  KVIKIO_EXPECT(dev_file.good(), "Block device file cannot be opened: " + (device / "dev").string());
+  KVIKIO_EXPECT(dev_file.good(),
+                "Block device file cannot be opened: " + (device / "dev").string());
   unsigned dev_major{};
   unsigned dev_minor{};
   char colon{};

@@ -49,15 +49,15 @@ MmapHandle::MmapHandle(std::string const& file_path,
                     std::to_string(map_offset_) + ", " + file_path + " has " +
                     std::to_string(file_size_) + " bytes",
                   std::out_of_range);
-    KVIKIO_EXPECT(!initial_map_size.has_value() || *initial_map_size > 0,
-                  "Mapped region should not be zero byte (initial_map_size 0 for " + file_path +
-                    ")",
-                  std::invalid_argument);
+    KVIKIO_EXPECT(
+      !initial_map_size.has_value() || *initial_map_size > 0,
+      "Mapped region should not be zero byte (initial_map_size 0 for " + file_path + ")",
+      std::invalid_argument);
     map_size_ = initial_map_size.value_or(file_size_ - map_offset_);
     KVIKIO_EXPECT(map_size_ <= file_size_ - map_offset_,
                   "Mapped region is past the end of file: initial_map_size " +
-                    std::to_string(map_size_) + " at offset " + std::to_string(map_offset_) +
-                    ", " + file_path + " has " + std::to_string(file_size_) + " bytes",
+                    std::to_string(map_size_) + " at offset " + std::to_string(map_offset_) + ", " +
+                    file_path + " has " + std::to_string(file_size_) + " bytes",
                   std::out_of_range);
     if (map_size_ > 0) {
       page_shift_   = map_offset_ % get_page_size();
@@ -134,8 +134,8 @@ std::size_t MmapHandle::checked_size(std::optional<std::size_t> size,
 {
   KVIKIO_EXPECT(!closed(), "Cannot read from a closed MmapHandle", std::runtime_error);
   KVIKIO_EXPECT(offset <= file_size_,
-                "Offset is past the end of file: offset " + std::to_string(offset) + ", " +
-                  path_ + " has " + std::to_string(file_size_) + " bytes",
+                "Offset is past the end of file: offset " + std::to_string(offset) + ", " + path_ +
+                  " has " + std::to_string(file_size_) + " bytes",
                 std::out_of_range);
   std::size_t const n   = size.value_or(file_size_ - offset);
   std::size_t const end = map_offset_ + map_size_;

@@ -61,10 +61,10 @@ std::size_t head_content_length(RemoteEndpoint& endpoint)
     std::runtime_error);
   curl_off_t length = -1;
   curl_easy_getinfo(curl.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-  KVIKIO_EXPECT(length >= 0,
-                "cannot get size of " + endpoint.str() +
-                  ", content-length not provided by the server",
-                std::runtime_error);
+  KVIKIO_EXPECT(
+    length >= 0,
+    "cannot get size of " + endpoint.str() + ", content-length not provided by the server",
+    std::runtime_error);
   return static_cast<std::size_t>(length);
 }
 }  // namespace detail

@@ -406,8 +406,7 @@ std::future<std::size_t> MultiPollTransport::pread(RemoteEndpoint& endpoint,
   std::size_t const max_in_flight =
     total > 0 ? std::max<std::size_t>(total / n_reactors, 1) : defaults::remote_max_connections();
   // PER_PREAD keeps the chunks of this pread on one reactor (its connections are reused).
-  bool const per_pread =
-    defaults::remote_io_reactor_dispatch() == RemoteReactorDispatch::PER_PREAD;
+  bool const per_pread = defaults::remote_io_reactor_dispatch() == RemoteReactorDispatch::PER_PREAD;
 
   std::vector<std::vector<std::unique_ptr<Transfer>>> dealt(n_reactors);
   std::lock_guard const lock{mutex_};

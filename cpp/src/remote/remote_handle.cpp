@@ -109,17 +109,13 @@ RemoteHandle RemoteHandle::open(std::string const& url,
     case RemoteEndpointType::S3_PRESIGNED_URL:
       endpoint = std::make_unique<S3EndpointWithPresignedUrl>(url);
       break;
-    case RemoteEndpointType::WEBHDFS:
-      endpoint = std::make_unique<WebHdfsEndpoint>(url);
-      break;
+    case RemoteEndpointType::WEBHDFS: endpoint = std::make_unique<WebHdfsEndpoint>(url); break;
     case RemoteEndpointType::S3:
       endpoint = url.rfind("s3://", 0) == 0
                    ? std::make_unique<S3Endpoint>(S3Endpoint::parse_s3_url(url))
                    : std::make_unique<S3Endpoint>(url);
       break;
-    case RemoteEndpointType::S3_PUBLIC:
-      endpoint = std::make_unique<S3PublicEndpoint>(url);
-      break;
+    case RemoteEndpointType::S3_PUBLIC: endpoint = std::make_unique<S3PublicEndpoint>(url); break;
     default:
       throw std::invalid_argument("RemoteHandle::open: endpoint type " + type_name(type) +
                                   " cannot be opened");
@@ -144,8 +140,8 @@ void RemoteHandle::check_in_range(char const* what, std::size_t size, std::size_
 {
   KVIKIO_EXPECT(offset <= nbytes_ && size <= nbytes_ - offset,
                 "cannot read " + std::to_string(offset) + "+" + std::to_string(size) +
-                  " bytes into a " + std::to_string(nbytes_) + " bytes file (" +
-                  endpoint_->str() + "): " + what + " runs past the end",
+                  " bytes into a " + std::to_string(nbytes_) + " bytes file (" + endpoint_->str() +
+                  "): " + what + " runs past the end",
                 std::invalid_argument);
 }
 
@@ -183,8 +179,9 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
     buf != nullptr || size == 0, "RemoteHandle::pread: null buffer", std::invalid_argument);
   auto* const bytes = static_cast<std::byte*>(buf);
   if (backend() == RemoteBackendType::LIBCURL_MULTI_POLL && size > 0) {
-    KVIKIO_EXPECT(
-      task_size > 0, "`task_size` must be positive (RemoteHandle::pread got 0)", std::invalid_argument);
+    KVIKIO_EXPECT(task_size > 0,
+                  "`task_size` must be positive (RemoteHandle::pread got 0)",
+                  std::invalid_argument);
     CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
     return detail::MultiPollTransport::instance().pread(
       *endpoint_, bytes, size, file_offset, task_size, device_context);

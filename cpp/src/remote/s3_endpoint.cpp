@@ -82,7 +82,8 @@ std::string S3Endpoint::url_from_bucket_and_object(std::string bucket_name,
     }
     return base + "/" + bucket_name + "/" + object;
   }
-  std::string const region = from_arg_or_env(std::move(aws_region), "AWS_DEFAULT_REGION", "aws_region");
+  std::string const region =
+    from_arg_or_env(std::move(aws_region), "AWS_DEFAULT_REGION", "aws_region");
   return "https://" + bucket_name + ".s3." + region + ".amazonaws.com/" + object;
 }
 

@@ -45,7 +45,8 @@ UrlParser::UrlComponents UrlParser::parse(std::string const& url,
                                           std::optional<unsigned int> bitmask_component_flags)
 {
   CurlUrlHandle handle;
-  if (auto code = curl_url_set(handle.get(), CURLUPART_URL, url.c_str(), bitmask_url_flags.value_or(0));
+  if (auto code =
+        curl_url_set(handle.get(), CURLUPART_URL, url.c_str(), bitmask_url_flags.value_or(0));
       code != CURLUE_OK) {
     fail("cannot parse URL \"" + url + "\"", code);
   }
@@ -68,9 +69,8 @@ std::optional<std::string> UrlParser::extract_component(
   std::optional<unsigned int> bitmask_component_flags,
   std::optional<CURLUcode> allowed_err_code)
 {
-  char* value = nullptr;
-  auto const code =
-    curl_url_get(handle.get(), part, &value, bitmask_component_flags.value_or(0));
+  char* value     = nullptr;
+  auto const code = curl_url_get(handle.get(), part, &value, bitmask_component_flags.value_or(0));
   if (code == CURLUE_OK && value != nullptr) {
     std::string result{value};
     curl_free(value);
@@ -88,7 +88,8 @@ std::optional<std::string> UrlParser::extract_component(
   std::optional<CURLUcode> allowed_err_code)
 {
   CurlUrlHandle handle;
-  if (auto code = curl_url_set(handle.get(), CURLUPART_URL, url.c_str(), bitmask_url_flags.value_or(0));
+  if (auto code =
+        curl_url_set(handle.get(), CURLUPART_URL, url.c_str(), bitmask_url_flags.value_or(0));
       code != CURLUE_OK) {
     fail("cannot parse URL \"" + url + "\"", code);
   }
@@ -99,7 +100,8 @@ UrlBuilder::UrlBuilder() = default;
 
 UrlBuilder::UrlBuilder(std::string const& url, std::optional<unsigned int> bitmask_url_flags)
 {
-  if (auto code = curl_url_set(handle_.get(), CURLUPART_URL, url.c_str(), bitmask_url_flags.value_or(0));
+  if (auto code =
+        curl_url_set(handle_.get(), CURLUPART_URL, url.c_str(), bitmask_url_flags.value_or(0));
       code != CURLUE_OK) {
     fail("cannot parse URL \"" + url + "\"", code);
   }

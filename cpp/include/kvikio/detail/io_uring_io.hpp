@@ -68,8 +68,9 @@ void set_io_uring_max_workers(unsigned workers) noexcept;
  * are issued inline (the block layer completes them on its own). Short transfers are
  * resubmitted for the rest; `EINTR`/`EAGAIN`/`ECANCELED` completions are retried (the kernel
  * cancels work whose worker it could not create, under signals).
- * @throws kvikio::detail::EndOfFileError for a read past the end of the file; kvikio::GenericSystemError for
- * a failed request. Either only once every request in flight has ended (none outlives the call).
+ * @throws kvikio::detail::EndOfFileError for a read past the end of the file;
+ * kvikio::GenericSystemError for a failed request. Either only once every request in flight has
+ * ended (none outlives the call).
  */
 void io_uring_transfer_all(
   bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset, bool buffered = true);

@@ -26,7 +26,8 @@ namespace kvikio::detail {
  * @brief Reads `size` bytes at `file_offset` into host memory.
  * @param fd_direct descriptor opened with O_DIRECT, or -1 to read through `fd` only.
  * @param overread with `fd_direct`, read the unaligned tail as a whole page through it.
- * @throws kvikio::detail::EndOfFileError if the file ends first (naming offset, size and file size).
+ * @throws kvikio::detail::EndOfFileError if the file ends first (naming offset, size and file
+ * size).
  * @throws kvikio::GenericSystemError if a read fails.
  */
 std::size_t posix_host_read(int fd,
