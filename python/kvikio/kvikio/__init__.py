@@ -1,34 +1,63 @@
 # SPDX-License-Identifier: Apache-2.0
 """KvikIO: files and remote objects to and from host or CUDA device memory, fast.
 
-Upstream KvikIO's Python API on this project's C++ library (see docs/python.md for what is
-there so far).
+Upstream KvikIO's Python API on this project's C++ library (docs/python.md).
 """
 
-from kvikio import buffer, cufile_driver, defaults, ipc, stream
-from kvikio._lib import __version__
-from kvikio.cufile import CuFile, IOFuture, IOFutureStream
+from kvikio import buffer, cufile_driver, defaults, ipc, stream, utils
+from kvikio._version import __git_commit__, __version__
+from kvikio.buffer import bounce_buffer_free, memory_deregister, memory_register
+from kvikio.cufile import (
+    CuFile,
+    IOFuture,
+    IOFutureStream,
+    clear_page_cache,
+    drop_file_page_cache,
+    drop_system_page_cache,
+    get_page_cache_info,
+)
+from kvikio.defaults import CompatMode, RemoteIOBackend, RemoteReactorDispatch
 from kvikio.mmap import Mmap
+from kvikio.nsys import nsys_plugin_search_dir
 from kvikio.remote_file import (
     RemoteEndpointType,
     RemoteFile,
     infer_remote_endpoint_type,
     is_remote_file_available,
 )
+from kvikio.stream import stream_deregister, stream_register
+from kvikio.utils import kvikio_deprecation_notice
 
+# Upstream's names first (its __all__), then this project's.
 __all__ = [
+    "__git_commit__",
+    "__version__",
+    "clear_page_cache",
     "CuFile",
-    "IOFuture",
-    "IOFutureStream",
+    "drop_file_page_cache",
+    "drop_system_page_cache",
     "Mmap",
+    "get_page_cache_info",
+    "infer_remote_endpoint_type",
+    "is_remote_file_available",
+    "kvikio_deprecation_notice",
+    "nsys_plugin_search_dir",
     "RemoteEndpointType",
     "RemoteFile",
-    "__version__",
+    "stream_register",
+    "stream_deregister",
+    "memory_register",
+    "memory_deregister",
+    "bounce_buffer_free",
+    "CompatMode",
+    "IOFuture",
+    "IOFutureStream",
+    "RemoteIOBackend",
+    "RemoteReactorDispatch",
     "buffer",
     "cufile_driver",
     "defaults",
-    "infer_remote_endpoint_type",
     "ipc",
-    "is_remote_file_available",
     "stream",
+    "utils",
 ]

@@ -15,6 +15,6 @@ def memory_deregister(buf) -> None:
 
 
 def bounce_buffer_free() -> int:
-    """Upstream frees its pinned bounce buffers here; ours are pooled and reused (pinning is
-    slow), so nothing is freed: returns 0."""
-    return 0
+    """Frees the pinned bounce buffers waiting in the pool (those in use stay); returns the
+    bytes freed. Later device I/O pins new ones (slowly), so call it only to give memory back."""
+    return _lib.bounce_buffer_free()

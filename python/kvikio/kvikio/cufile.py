@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import io
 import os
-from typing import Any
+from typing import Any, Union
 
 from kvikio import _lib
 from kvikio._buffers import as_buffer, size_of, stream_handle
+from kvikio.utils import kvikio_deprecation_notice
 
 
 class IOFuture:
@@ -130,3 +132,42 @@ class CuFile:
                   dev_offset: int = 0) -> int:
         """Writes device memory and waits."""
         return self.write_async(buf, None, size, file_offset, dev_offset).check_bytes_done()
+
+
+def _file_argument(file: Union[os.PathLike, str, int, io.IOBase]) -> Union[str, int]:
+    """A path (str) or descriptor (int) for the page-cache functions, from what upstream takes."""
+    if isinstance(file, (str, os.PathLike)):
+        return os.fsdecode(os.fspath(file))
+    if isinstance(file, int):
+        return file
+    if isinstance(file, io.IOBase):
+        return file.fileno()
+    raise ValueError("The type of `file` must be `os.PathLike`, `str`, `int`, or `io.IOBase`")
+
+
+def get_page_cache_info(file: Union[os.PathLike, str, int, io.IOBase], offset: int = 0,
+                        length: int = 0) -> tuple[int, int]:
+    """(pages of the range in the page cache, pages in the range): the range runs from
+    ``offset`` for ``length`` bytes, or to the end of the file if ``length`` is 0."""
+    return _lib.get_page_cache_info(_file_argument(file), offset, length)
+
+
+def drop_file_page_cache(file: Union[os.PathLike, str, int, io.IOBase], offset: int = 0,
+                         length: int = 0, sync_first: bool = True) -> None:
+    """Drops a file range's pages from the page cache (``posix_fadvise(DONTNEED)``, after
+    ``fdatasync`` if ``sync_first``); needs no privilege."""
+    _lib.drop_file_page_cache(_file_argument(file), offset, length, sync_first)
+
+
+def drop_system_page_cache(reclaim_dentries_and_inodes: bool = True,
+                           sync_first: bool = True) -> bool:
+    """Drops the whole page cache (``vm.drop_caches``: as root, or through ``sudo -n``);
+    False if that is not allowed."""
+    return _lib.drop_system_page_cache(reclaim_dentries_and_inodes, sync_first)
+
+
+@kvikio_deprecation_notice("Use :func:`drop_system_page_cache` instead.", since="26.04")
+def clear_page_cache(reclaim_dentries_and_inodes: bool = True,
+                     clear_dirty_pages: bool = True) -> bool:
+    """drop_system_page_cache() under its former name."""
+    return drop_system_page_cache(reclaim_dentries_and_inodes, clear_dirty_pages)

@@ -3,70 +3,170 @@
 which applies at once and, used as a context manager, restores the old values on exit.
 
 The environment variables (``KVIKIO_*``) give the initial values; docs/settings.md has the
-table. A bad value raises ValueError naming the setting and the value.
+table. A bad value raises ValueError naming the setting and the value; an unknown name raises
+KeyError, as upstream's does.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import enum
+from typing import Any, overload
 
 from kvikio import _lib
 
 _d = _lib.defaults
 
-# Upstream's names, and ours for the settings upstream lacks; each has a getter `name` and a
-# setter `set_name` in kvikio._lib.defaults.
-_NAMES = (
-    "compat_mode", "num_threads", "task_size", "gds_threshold", "bounce_buffer_size",
-    "num_bounce_buffers", "http_max_attempts", "http_timeout", "http_status_codes",
-    "auto_direct_io_read", "auto_direct_io_read_overread", "auto_direct_io_write",
-    "thread_pool_per_block_device", "local_io_backend", "remote_backend",
-    "remote_max_connections", "remote_io_num_reactors", "remote_io_max_concurrent_requests",
-    "event_pool_max_per_context", "ipc_export_cache_size", "ipc_open_cache_size",
-)
-_SETTINGS = {name: (getattr(_d, name), getattr(_d, "set_" + name)) for name in _NAMES}
+
+class CompatMode(enum.IntEnum):
+    """Whether file I/O goes through POSIX (ON), cuFile (OFF), or cuFile where it works (AUTO)."""
+
+    OFF = 0
+    ON = 1
+    AUTO = 2
+
+
+class RemoteIOBackend(enum.IntEnum):
+    """Remote transport: libcurl easy handles on the thread pool, or multi-poll reactors."""
+
+    EASY_THREADPOOL = 0
+    MULTI_POLL = 1
+
+
+class RemoteReactorDispatch(enum.IntEnum):
+    """How one remote pread's chunks are dealt to multi-poll reactors."""
+
+    PER_CHUNK = 0
+    PER_PREAD = 1
+
+
+def _enum_setting(name: str, kind: type[enum.IntEnum], aliases: dict[str, int]):
+    """(getter, setter) of a setting kept as an integer in _lib, shown as `kind`; the setter
+    takes a member, its value, or a name (any case; `aliases` adds names)."""
+
+    def setter(value) -> None:
+        if isinstance(value, str):
+            key = value.strip().upper()
+            if key in kind.__members__:
+                value = kind[key]
+            elif key in aliases:
+                value = aliases[key]
+            else:
+                names = ", ".join(list(kind.__members__) + list(aliases))
+                raise ValueError(f"{name}: unknown value {value!r}; expected one of {names}")
+        getattr(_d, "set_" + name)(int(value))
+
+    return (lambda: kind(getattr(_d, name)())), setter
+
+
+def _unsigned(name: str, setter):
+    """`setter` of an unsigned setting: a negative value is an OverflowError, as upstream's
+    conversion to an unsigned C type raises."""
+
+    def checked(value) -> None:
+        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            raise OverflowError(f"{name}: can't convert negative value {value} to an unsigned "
+                                "integer")
+        setter(value)
+
+    return checked
+
+
+_BOOLEAN_COMPAT = {"TRUE": 1, "YES": 1, "1": 1, "FALSE": 0, "NO": 0, "0": 0}
+_REMOTE_ALIASES = {"LIBCURL_EASY": 0, "LIBCURL_MULTI_POLL": 1}
+
+# Each setting: (getter, setter). Upstream's names first, then ours; "num_threads" and
+# "remote_backend" are other names of "thread_pool_nthreads" and "remote_io_backend".
+_SETTINGS: dict[str, tuple[Any, Any]] = {
+    "compat_mode": _enum_setting("compat_mode", CompatMode, _BOOLEAN_COMPAT),
+    "thread_pool_nthreads": (_d.num_threads, _unsigned("num_threads", _d.set_num_threads)),
+    "remote_io_backend": _enum_setting("remote_io_backend", RemoteIOBackend, _REMOTE_ALIASES),
+    "remote_io_reactor_dispatch": _enum_setting(
+        "remote_io_reactor_dispatch", RemoteReactorDispatch, {}),
+}
+_SETTINGS["num_threads"] = _SETTINGS["thread_pool_nthreads"]
+_SETTINGS["remote_backend"] = _SETTINGS["remote_io_backend"]
+
+
+for _name in (
+    "task_size", "gds_threshold", "bounce_buffer_size", "num_bounce_buffers",
+    "http_max_attempts", "remote_max_connections", "remote_io_num_reactors",
+    "remote_io_max_concurrent_requests", "event_pool_max_per_context", "ipc_export_cache_size",
+    "ipc_open_cache_size",
+):
+    _SETTINGS[_name] = (getattr(_d, _name), _unsigned(_name, getattr(_d, "set_" + _name)))
+for _name in (
+    "http_timeout", "http_status_codes", "auto_direct_io_read", "auto_direct_io_read_overread",
+    "auto_direct_io_write", "thread_pool_per_block_device", "local_io_backend",
+):
+    _SETTINGS[_name] = (getattr(_d, _name), getattr(_d, "set_" + _name))
+del _name
 
 
 def _setting(name: str):
     try:
         return _SETTINGS[name]
     except KeyError:
-        raise ValueError(
+        raise KeyError(
             f"unknown setting {name!r}; known: {', '.join(sorted(_SETTINGS))}"
         ) from None
 
 
-def get(name: str) -> Any:
-    """The current value of setting ``name``."""
-    return _setting(name)[0]()
+class ConfigContextManager:
+    """Applies ``config`` (name -> value) when made; on ``with`` exit restores the values it
+    replaced. All names are checked before anything is set, and a value that fails undoes the
+    ones set before it."""
 
-
-class set:  # noqa: A001 - upstream's name
-    """Sets ``set(name, value)`` or ``set({name: value, ...})`` now; as a context manager,
-    restores the previous values on exit. All names are checked before anything is set."""
-
-    def __init__(self, *args):
-        if len(args) == 2 and isinstance(args[0], str):
-            values = {args[0]: args[1]}
-        elif len(args) == 1 and isinstance(args[0], dict):
-            values = dict(args[0])
-        else:
-            raise ValueError("set(name, value) or set({name: value, ...})")
-        pairs = [(name, _setting(name)) for name in values]
-        self._old = {name: getter() for name, (getter, _) in pairs}
+    def __init__(self, config: dict[str, Any]):
+        pairs = [(name, _setting(name)) for name in config]
+        self._old_properties = {name: getter() for name, (getter, _) in pairs}
         done = []
         try:
             for name, (_, setter) in pairs:
-                setter(values[name])
+                setter(config[name])
                 done.append(name)
         except Exception:
-            for name in done:  # all or nothing
-                _SETTINGS[name][1](self._old[name])
+            for name in done:
+                _SETTINGS[name][1](self._old_properties[name])
             raise
 
-    def __enter__(self) -> "set":
-        return self
+    def __enter__(self) -> None:
+        return None
 
-    def __exit__(self, *exc) -> None:
-        for name, value in self._old.items():
-            _SETTINGS[name][1](value)
+    def __exit__(self, type_unused, value, traceback_unused) -> None:
+        for name, old in self._old_properties.items():
+            _SETTINGS[name][1](old)
+
+
+_SET_USAGE = (
+    "Valid arguments are kvikio.defaults.set(config: dict) or "
+    "kvikio.defaults.set(key: str, value: Any)"
+)
+
+
+@overload
+def set(config: dict[str, Any], /) -> ConfigContextManager: ...
+
+
+@overload
+def set(key: str, value: Any, /) -> ConfigContextManager: ...
+
+
+def set(*config) -> ConfigContextManager:  # noqa: A001 - upstream's name
+    """Sets ``set(name, value)`` or ``set({name: value, ...})`` now; used as a context manager,
+    restores the previous values on exit."""
+    if len(config) == 1 and isinstance(config[0], dict):
+        return ConfigContextManager(config[0])
+    if len(config) == 2 and isinstance(config[0], str):
+        return ConfigContextManager({config[0]: config[1]})
+    raise ValueError(_SET_USAGE)
+
+
+def get(config_name: str) -> Any:
+    """The current value of setting ``config_name``."""
+    return _setting(config_name)[0]()
+
+
+def is_compat_mode_preferred() -> bool:
+    """Whether file I/O goes through POSIX rather than cuFile, as the compat_mode setting and
+    this machine decide."""
+    return _d.is_compat_mode_preferred()

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import stat
+from typing import Optional
 
 from kvikio import _lib
 from kvikio._buffers import as_buffer, size_of
@@ -11,13 +13,19 @@ from kvikio.cufile import IOFuture
 
 
 class Mmap:
-    """A read-only mapping of ``file`` (``flags`` must be ``"r"``), from
-    ``initial_map_offset`` for ``initial_map_size`` bytes (default: to the end)."""
+    """A read-only mapping of ``file_path`` (``flags`` must be ``"r"``), from
+    ``initial_map_offset`` for ``initial_map_size`` bytes (default: to the end). ``mode``
+    (permissions) and ``map_flags`` (``mmap`` flags, default ``MAP_PRIVATE``) as upstream's.
 
-    def __init__(self, file, flags: str = "r", initial_map_size: int | None = None,
-                 initial_map_offset: int = 0):
-        self._handle = _lib.MmapHandle(os.fspath(file), flags, initial_map_size,
-                                       initial_map_offset)
+    After ``close()``, ``closed()`` is true, the sizes are 0 and reads raise RuntimeError.
+    """
+
+    def __init__(self, file_path: os.PathLike, flags: str = "r",
+                 initial_map_size: Optional[int] = None, initial_map_offset: int = 0,
+                 mode: int = stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH,
+                 map_flags: Optional[int] = None):
+        self._handle = _lib.MmapHandle(os.fspath(file_path), flags, initial_map_size,
+                                       initial_map_offset, mode, map_flags)
 
     def initial_map_size(self) -> int:
         return self._handle.initial_map_size()

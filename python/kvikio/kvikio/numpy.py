@@ -3,46 +3,68 @@
 
 from __future__ import annotations
 
+import io
 import os
+from typing import Protocol, Union, runtime_checkable
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from kvikio.cufile import CuFile
 
 
+@runtime_checkable
+class FileLike(Protocol):
+    """An open file: what fromfile() and tofile() take besides a path."""
+
+    def fileno(self) -> int: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+def _path(file: Union[str, os.PathLike, io.FileIO]) -> str:
+    # An open file is reopened by its name, as upstream does (its position is not used).
+    return file.name if isinstance(file, FileLike) else os.fspath(file)
+
+
 class LikeWrapper:
     """Makes ``numpy.fromfile(..., like=LikeWrapper(a))`` read with KvikIO into an array of
-    ``a``'s kind (CuPy arrays land in device memory)."""
+    ``a``'s kind (CuPy arrays land in device memory); other NumPy functions run as they are."""
 
-    def __init__(self, like):
+    def __init__(self, like: ArrayLike) -> None:
         self._like = like
 
     def __array_function__(self, func, types, args, kwargs):
         if func is not np.fromfile:
-            return NotImplemented
+            return func(*args, **kwargs)
         return fromfile(*args, like=self._like, **kwargs)
 
 
-def fromfile(file, dtype=float, count: int = -1, sep: str = "", offset: int = 0, *, like=None):
-    """Reads ``count`` items of ``dtype`` (-1: the rest of the file) at byte ``offset`` into a
-    new array, made with ``numpy.empty(..., like=like)``."""
+def fromfile(file: Union[str, os.PathLike, io.FileIO], dtype: DTypeLike = float, count: int = -1,
+             sep: str = "", offset: int = 0, *, like: ArrayLike = None) -> ArrayLike:
+    """Reads ``count`` items of ``dtype`` (-1: all) at byte ``offset`` of a file (a path or an
+    open file) into a new array made like ``like`` (NumPy by default, CuPy into device
+    memory); no more items than the file holds."""
     if sep != "":
-        raise ValueError("fromfile reads binary files only (sep must be '')")
-    dtype = np.dtype(dtype)
-    path = os.fspath(file)
-    with CuFile(path, "r") as f:
-        if count < 0:
-            count = (f.nbytes() - offset) // dtype.itemsize
-        out = np.empty(count, dtype=dtype) if like is None else np.empty(count, dtype=dtype, like=like)
-        nbytes = count * dtype.itemsize
-        if nbytes:
-            got = f.read(out, nbytes, offset)
-            if got != nbytes:
-                raise IOError(f"read {got} of {nbytes} bytes of {path}")
+        raise NotImplementedError("Non-default value of the `sep` argument is not supported")
+    path = _path(file)
+    nbytes = os.path.getsize(path)
+    itemsize = np.dtype(dtype).itemsize
+    if count == -1:
+        count = nbytes
+    count = min(count, (nbytes - offset) // itemsize)
+    out = np.empty_like(like, shape=(count,), dtype=dtype) if like is not None else np.empty(
+        count, dtype=dtype)
+    if out.nbytes:
+        with CuFile(path, "r") as f:
+            f.read(out, file_offset=offset)
     return out
 
 
-def tofile(array, file) -> None:
-    """Writes the bytes of ``array`` (host or device, contiguous) to a new file ``file``."""
-    with CuFile(os.fspath(file), "w") as f:
-        f.write(array)
+def tofile(ary: ArrayLike, file: Union[str, os.PathLike, io.FileIO]) -> None:
+    """Writes ``ary`` (host or device) to a file (a path or an open file), truncated first, in C
+    order as NumPy does: a non-contiguous array is made contiguous first."""
+    data = np.ascontiguousarray(ary, like=ary) if hasattr(ary, "__array_function__") else ary
+    with CuFile(_path(file), "w") as f:
+        f.write(data)

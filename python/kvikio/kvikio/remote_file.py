@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import urllib.parse
+from typing import Optional
+
 from kvikio import _lib
 from kvikio._buffers import as_buffer, size_of, stream_handle
 from kvikio.cufile import IOFuture, IOFutureStream
@@ -40,34 +43,61 @@ class RemoteFile:
         return cls.open(url, RemoteEndpointType.HTTP, None, nbytes)
 
     @classmethod
-    def open_s3(cls, bucket_name: str, object_name: str,
-                nbytes: int | None = None) -> "RemoteFile":
-        """Signed with the AWS_* environment (region, keys, optional endpoint URL)."""
-        url = _lib.s3_url_from_bucket_and_object(bucket_name, object_name)
-        return cls.open(url, RemoteEndpointType.S3, None, nbytes)
+    def open_s3(cls, bucket_name: str, object_name: str, nbytes: Optional[int] = None,
+                aws_region_name: Optional[str] = None, aws_access_key_id: Optional[str] = None,
+                aws_secret_access_key: Optional[str] = None,
+                aws_endpoint_url: Optional[str] = None,
+                aws_session_token: Optional[str] = None) -> "RemoteFile":
+        """An S3 object, signed (SigV4) with the given credentials, each falling back to its
+        AWS_* environment variable."""
+        return cls(_lib.RemoteHandle.open_s3(
+            (bucket_name, object_name), nbytes, aws_region_name, aws_access_key_id,
+            aws_secret_access_key, aws_endpoint_url, aws_session_token))
 
     @classmethod
-    def open_s3_url(cls, url: str, nbytes: int | None = None) -> "RemoteFile":
-        """``s3://bucket/object`` or an http(s) URL of an object, signed as open_s3()."""
-        return cls.open(url, RemoteEndpointType.S3, None, nbytes)
+    def open_s3_url(cls, url: str, nbytes: Optional[int] = None,
+                    aws_region_name: Optional[str] = None,
+                    aws_access_key_id: Optional[str] = None,
+                    aws_secret_access_key: Optional[str] = None,
+                    aws_endpoint_url: Optional[str] = None,
+                    aws_session_token: Optional[str] = None) -> "RemoteFile":
+        """``s3://bucket/object`` or an http(s) URL of an object, signed as open_s3()
+        (``aws_endpoint_url`` applies to s3:// URLs only)."""
+        scheme = urllib.parse.urlparse(url.lower()).scheme
+        if scheme in ("http", "https"):
+            return cls(_lib.RemoteHandle.open_s3_http_url(
+                url, nbytes, aws_region_name, aws_access_key_id, aws_secret_access_key,
+                aws_session_token))
+        if scheme == "s3":
+            bucket, key = _lib.parse_s3_url(url)
+            return cls.open_s3(bucket, key, nbytes, aws_region_name, aws_access_key_id,
+                               aws_secret_access_key, aws_endpoint_url, aws_session_token)
+        raise ValueError(f"Unsupported protocol: {url}")
 
     @classmethod
     def open_s3_public(cls, url: str, nbytes: int | None = None) -> "RemoteFile":
         return cls.open(url, RemoteEndpointType.S3_PUBLIC, None, nbytes)
 
     @classmethod
-    def open_s3_presigned_url(cls, url: str, nbytes: int | None = None) -> "RemoteFile":
-        return cls.open(url, RemoteEndpointType.S3_PRESIGNED_URL, None, nbytes)
+    def open_s3_presigned_url(cls, presigned_url: str,
+                              nbytes: int | None = None) -> "RemoteFile":
+        return cls.open(presigned_url, RemoteEndpointType.S3_PRESIGNED_URL, None, nbytes)
 
     @classmethod
     def open_webhdfs(cls, url: str, nbytes: int | None = None) -> "RemoteFile":
         return cls.open(url, RemoteEndpointType.WEBHDFS, None, nbytes)
 
+    def close(self) -> None:
+        """Nothing to release (connections are pooled); the file stays usable, as upstream's."""
+
     def __enter__(self) -> "RemoteFile":
         return self
 
-    def __exit__(self, *exc) -> None:
-        pass
+    def __exit__(self, exc_type, exc_val, exc_tb) -> None:
+        self.close()
+
+    def __str__(self) -> str:
+        return f'<{type(self).__name__} "{self._handle.endpoint_str()}">'
 
     def nbytes(self) -> int:
         return self._handle.nbytes()

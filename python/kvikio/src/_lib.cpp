@@ -19,8 +19,11 @@
 #include <utility>
 #include <vector>
 
+#include <kvikio/bounce_buffer.hpp>
 #include <kvikio/buffer.hpp>
 #include <kvikio/cufile/driver.hpp>
+#include <kvikio/file_utils.hpp>
+#include <kvikio/shim/cufile.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/file_handle.hpp>
 #include <kvikio/ipc.hpp>
@@ -81,6 +84,7 @@ void bind_defaults(py::module_& m)
   auto d = m.def_submodule("defaults", "kvikio::defaults, one getter and setter per setting");
   using kvikio::defaults;
   d.def("compat_mode", [] { return static_cast<int>(defaults::compat_mode()); });
+  d.def("is_compat_mode_preferred", [] { return defaults::is_compat_mode_preferred(); });
   d.def("set_compat_mode",
         [](int v) { defaults::set_compat_mode(static_cast<kvikio::CompatMode>(v)); });
   d.def("num_threads", &defaults::thread_pool_nthreads);
@@ -103,6 +107,7 @@ void bind_defaults(py::module_& m)
   KVIKIO_PY_SETTING(remote_max_connections)
   KVIKIO_PY_SETTING(remote_io_num_reactors)
   KVIKIO_PY_SETTING(remote_io_max_concurrent_requests)
+
   KVIKIO_PY_SETTING(event_pool_max_per_context)
   KVIKIO_PY_SETTING(ipc_export_cache_size)
   KVIKIO_PY_SETTING(ipc_open_cache_size)
@@ -113,15 +118,15 @@ void bind_defaults(py::module_& m)
   d.def("set_local_io_backend", [](std::string const& v) {
     defaults::set_local_io_backend(kvikio::detail::parse_local_io_backend("local_io_backend", v));
   });
-  d.def("remote_backend", [] {
-    return defaults::remote_backend() == kvikio::RemoteBackendType::LIBCURL_MULTI_POLL
-             ? "LIBCURL_MULTI_POLL"
-             : "LIBCURL_EASY";
+  // Enums cross as their integer values; kvikio.defaults turns them into Python enums.
+  d.def("remote_io_backend", [] { return static_cast<int>(defaults::remote_io_backend()); });
+  d.def("set_remote_io_backend", [](int v) {
+    defaults::set_remote_io_backend(static_cast<kvikio::RemoteIOBackend>(v));
   });
-  d.def("set_remote_backend", [](std::string const& v) {
-    defaults::set_remote_backend(v == "LIBCURL_MULTI_POLL" || v == "MULTI_POLL"
-                                   ? kvikio::RemoteBackendType::LIBCURL_MULTI_POLL
-                                   : kvikio::RemoteBackendType::LIBCURL_EASY);
+  d.def("remote_io_reactor_dispatch",
+        [] { return static_cast<int>(defaults::remote_io_reactor_dispatch()); });
+  d.def("set_remote_io_reactor_dispatch", [](int v) {
+    defaults::set_remote_io_reactor_dispatch(static_cast<kvikio::RemoteReactorDispatch>(v));
   });
 }
 
@@ -214,6 +219,45 @@ void bind_remote(py::module_& m)
       py::arg("type")       = kvikio::RemoteEndpointType::AUTO,
       py::arg("allow_list") = std::nullopt,
       py::arg("nbytes")     = std::nullopt)
+    .def_static(
+      "open_s3",
+      [](std::pair<std::string, std::string> bucket_and_object,
+         std::optional<std::size_t> nbytes,
+         std::optional<std::string> region,
+         std::optional<std::string> access_key,
+         std::optional<std::string> secret_access_key,
+         std::optional<std::string> endpoint_url,
+         std::optional<std::string> session_token) {
+        return without_gil([&] {
+          auto endpoint = std::make_unique<kvikio::S3Endpoint>(std::move(bucket_and_object),
+                                                               std::move(region),
+                                                               std::move(access_key),
+                                                               std::move(secret_access_key),
+                                                               std::move(endpoint_url),
+                                                               std::move(session_token));
+          return nbytes ? std::make_unique<kvikio::RemoteHandle>(std::move(endpoint), *nbytes)
+                        : std::make_unique<kvikio::RemoteHandle>(std::move(endpoint));
+        });
+      })
+    .def_static(
+      "open_s3_http_url",
+      [](std::string url,
+         std::optional<std::size_t> nbytes,
+         std::optional<std::string> region,
+         std::optional<std::string> access_key,
+         std::optional<std::string> secret_access_key,
+         std::optional<std::string> session_token) {
+        return without_gil([&] {
+          auto endpoint = std::make_unique<kvikio::S3Endpoint>(std::move(url),
+                                                               std::move(region),
+                                                               std::move(access_key),
+                                                               std::move(secret_access_key),
+                                                               std::move(session_token));
+          return nbytes ? std::make_unique<kvikio::RemoteHandle>(std::move(endpoint), *nbytes)
+                        : std::make_unique<kvikio::RemoteHandle>(std::move(endpoint));
+        });
+      })
+    .def("endpoint_str", [](kvikio::RemoteHandle const& h) { return h.endpoint().str(); })
     .def("nbytes", &kvikio::RemoteHandle::nbytes)
     .def("remote_endpoint_type", &kvikio::RemoteHandle::remote_endpoint_type)
     .def("read",
@@ -239,9 +283,7 @@ void bind_remote(py::module_& m)
              [&] { return h.read_async(as_ptr(buf), size, offset, as_stream(stream)); })};
          });
   m.def("infer_remote_endpoint_type", &kvikio::infer_remote_endpoint_type);
-  m.def("s3_url_from_bucket_and_object", [](std::string const& bucket, std::string const& object) {
-    return kvikio::S3Endpoint::url_from_bucket_and_object(bucket, object);
-  });
+  m.def("parse_s3_url", &kvikio::S3Endpoint::parse_s3_url);
 }
 
 void bind_mmap_and_buffers(py::module_& m)
@@ -250,13 +292,17 @@ void bind_mmap_and_buffers(py::module_& m)
     .def(py::init([](std::string const& path,
                      std::string const& flags,
                      std::optional<std::size_t> size,
-                     std::size_t offset) {
-           return std::make_unique<kvikio::MmapHandle>(path, flags, size, offset);
+                     std::size_t offset,
+                     mode_t mode,
+                     std::optional<int> map_flags) {
+           return std::make_unique<kvikio::MmapHandle>(path, flags, size, offset, mode, map_flags);
          }),
          py::arg("path"),
          py::arg("flags")              = "r",
          py::arg("initial_map_size")   = std::nullopt,
-         py::arg("initial_map_offset") = 0)
+         py::arg("initial_map_offset") = 0,
+         py::arg("mode")               = kvikio::FileHandle::m644,
+         py::arg("map_flags")          = std::nullopt)
     .def("initial_map_size", &kvikio::MmapHandle::initial_map_size)
     .def("initial_map_offset", &kvikio::MmapHandle::initial_map_offset)
     .def("file_size", &kvikio::MmapHandle::file_size)
@@ -281,8 +327,92 @@ void bind_mmap_and_buffers(py::module_& m)
   m.def("stream_register",
         [](std::uintptr_t s, unsigned flags) { kvikio::stream_register(as_stream(s), flags); });
   m.def("stream_deregister", [](std::uintptr_t s) { kvikio::stream_deregister(as_stream(s)); });
-  m.def("is_cufile_usable", [] { return kvikio::detail::is_cufile_usable(); });
-  m.def("is_gds_available", [] { return kvikio::detail::is_gds_available(); });
+  m.def("bounce_buffer_free", [] {
+    auto& pool               = kvikio::CudaPinnedBounceBufferPool::instance();
+    std::size_t const before = pool.pinned_bytes();
+    pool.clear();
+    return before - pool.pinned_bytes();
+  });
+}
+
+void bind_file_utils(py::module_& m)
+{
+  // A file is a path (str) or an open descriptor (int).
+  m.def(
+    "get_page_cache_info",
+    [](std::string const& path, std::size_t offset, std::size_t length) {
+      return without_gil([&] { return kvikio::get_page_cache_info(path, offset, length); });
+    },
+    py::arg("file"),
+    py::arg("offset") = 0,
+    py::arg("length") = 0);
+  m.def(
+    "get_page_cache_info",
+    [](int fd, std::size_t offset, std::size_t length) {
+      return without_gil([&] { return kvikio::get_page_cache_info(fd, offset, length); });
+    },
+    py::arg("file"),
+    py::arg("offset") = 0,
+    py::arg("length") = 0);
+  m.def(
+    "drop_file_page_cache",
+    [](std::string const& path, std::size_t offset, std::size_t length, bool sync_first) {
+      without_gil([&] { kvikio::drop_file_page_cache(path, offset, length, sync_first); });
+    },
+    py::arg("file"),
+    py::arg("offset")     = 0,
+    py::arg("length")     = 0,
+    py::arg("sync_first") = true);
+  m.def(
+    "drop_file_page_cache",
+    [](int fd, std::size_t offset, std::size_t length, bool sync_first) {
+      without_gil([&] { kvikio::drop_file_page_cache(fd, offset, length, sync_first); });
+    },
+    py::arg("file"),
+    py::arg("offset")     = 0,
+    py::arg("length")     = 0,
+    py::arg("sync_first") = true);
+  m.def("drop_system_page_cache", [](bool reclaim_dentries_and_inodes, bool sync_first) {
+    return without_gil(
+      [&] { return kvikio::drop_system_page_cache(reclaim_dentries_and_inodes, sync_first); });
+  });
+}
+
+void bind_cufile_driver(py::module_& m)
+{
+  auto c = m.def_submodule("cufile_driver", "the cuFile driver: open, close, its properties");
+  c.def("is_cufile_usable", [] { return kvikio::detail::is_cufile_usable(); });
+  c.def("is_gds_available", [] { return kvikio::detail::is_gds_available(); });
+  c.def("libcufile_version", [] { return kvikio::cufile_version(); });
+  // Without cuFile there is no driver to open: a RuntimeError that says why.
+  c.def("driver_open", [] {
+    KVIKIO_EXPECT(kvikio::is_cufile_library_available(),
+                  "cuFile is not available: " + kvikio::detail::cufile_unavailable_reason(),
+                  std::runtime_error);
+    kvikio::cuFileAPI::instance().driver_open();
+  });
+  c.def("driver_close", [] {
+    KVIKIO_EXPECT(kvikio::is_cufile_library_available(),
+                  "cuFile is not available: " + kvikio::detail::cufile_unavailable_reason(),
+                  std::runtime_error);
+    kvikio::cuFileAPI::instance().driver_close();
+  });
+  using P = kvikio::DriverProperties;
+  py::class_<P>(c, "DriverProperties")
+    .def(py::init<>())
+    .def("is_gds_available", &P::is_gds_available)
+    .def("get_nvfs_major_version", &P::get_nvfs_major_version)
+    .def("get_nvfs_minor_version", &P::get_nvfs_minor_version)
+    .def("get_nvfs_allow_compat_mode", &P::get_nvfs_allow_compat_mode)
+    .def("get_nvfs_poll_mode", &P::get_nvfs_poll_mode)
+    .def("set_nvfs_poll_mode", &P::set_nvfs_poll_mode)
+    .def("get_nvfs_poll_thresh_size", &P::get_nvfs_poll_thresh_size)
+    .def("set_nvfs_poll_thresh_size", &P::set_nvfs_poll_thresh_size)
+    .def("get_max_device_cache_size", &P::get_max_device_cache_size)
+    .def("set_max_device_cache_size", &P::set_max_device_cache_size)
+    .def("get_per_buffer_cache_size", &P::get_per_buffer_cache_size)
+    .def("get_max_pinned_memory_size", &P::get_max_pinned_memory_size)
+    .def("set_max_pinned_memory_size", &P::set_max_pinned_memory_size);
 }
 
 void bind_ipc(py::module_& m)
@@ -340,5 +470,7 @@ PYBIND11_MODULE(_lib, m)
   bind_file_handle(m);
   bind_remote(m);
   bind_mmap_and_buffers(m);
+  bind_file_utils(m);
+  bind_cufile_driver(m);
   bind_ipc(m);
 }

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """kvikio.defaults: get/set by upstream's names, the context manager restoring, bad names and
-values rejected with ValueError, all-or-nothing."""
+values rejected (KeyError for a name, ValueError for a value), all-or-nothing."""
 
 import pytest
 
@@ -23,7 +23,7 @@ def test_get_set_and_restore():
 
 
 def test_bad_names_and_values():
-    with pytest.raises(ValueError, match="unknown setting 'no_such'"):
+    with pytest.raises(KeyError, match="unknown setting 'no_such'"):  # upstream: KeyError
         kvikio.defaults.get("no_such")
     before = kvikio.defaults.get("task_size")
     with pytest.raises(ValueError):
