@@ -120,9 +120,8 @@ void bind_defaults(py::module_& m)
   });
   // Enums cross as their integer values; kvikio.defaults turns them into Python enums.
   d.def("remote_io_backend", [] { return static_cast<int>(defaults::remote_io_backend()); });
-  d.def("set_remote_io_backend", [](int v) {
-    defaults::set_remote_io_backend(static_cast<kvikio::RemoteIOBackend>(v));
-  });
+  d.def("set_remote_io_backend",
+        [](int v) { defaults::set_remote_io_backend(static_cast<kvikio::RemoteIOBackend>(v)); });
   d.def("remote_io_reactor_dispatch",
         [] { return static_cast<int>(defaults::remote_io_reactor_dispatch()); });
   d.def("set_remote_io_reactor_dispatch", [](int v) {
