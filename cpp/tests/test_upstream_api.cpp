@@ -28,6 +28,7 @@
 #include <kvikio/remote_handle.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/shim/cufile.hpp>
+#include <kvikio/shim/libcurl.hpp>
 #include <kvikio/shim/utils.hpp>
 #include <kvikio/stream.hpp>
 #include <kvikio/threadpool_wrapper.hpp>
@@ -51,6 +52,12 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+// Upstream's feature macros, exported by the CMake target as upstream's are.
+#if !defined(KVIKIO_CUFILE_FOUND) || !defined(KVIKIO_CUFILE_VERSION_API_FOUND) || \
+  !defined(KVIKIO_LIBCURL_FOUND)
+#error "kvikio::kvikio must define upstream's feature macros"
+#endif
 
 #include "common/env_guard.hpp"
 #include "common/temp_dir.hpp"
@@ -294,6 +301,38 @@ template void use_pool<kvikio::CudaPageAlignedPinnedBounceBufferPool>();
 
 namespace {
 
+// An endpoint of a user's own, written against upstream's RemoteEndpoint and CurlHandle.
+class UserEndpoint : public kvikio::RemoteEndpoint {
+ public:
+  explicit UserEndpoint(std::string url)
+    : RemoteEndpoint{kvikio::RemoteEndpointType::HTTP}, url_{std::move(url)}
+  {
+  }
+  void setopt(kvikio::CurlHandle& curl) override { curl.setopt(CURLOPT_URL, url_.c_str()); }
+  [[nodiscard]] std::string str() const override { return url_; }
+  std::size_t get_file_size() override
+  {
+    auto curl = create_curl_handle();
+    setopt(curl);
+    curl.setopt(CURLOPT_NOBODY, 1L);
+    curl.perform();
+    curl_off_t length{};
+    curl.getinfo(CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+    return static_cast<std::size_t>(length);
+  }
+  void setup_range_request(kvikio::CurlHandle& curl,
+                           std::size_t file_offset,
+                           std::size_t size) override
+  {
+    std::string const range =
+      std::to_string(file_offset) + "-" + std::to_string(file_offset + size - 1);
+    curl.setopt(CURLOPT_RANGE, range.c_str());
+  }
+
+ private:
+  std::string url_;
+};
+
 std::string write_pattern_file(std::string const& path, std::size_t nbytes)
 {
   std::string data(nbytes, '\0');
@@ -516,6 +555,19 @@ TEST(UpstreamApi, RemoteEnumsAndInference)
   static_assert(static_cast<int>(kvikio::RemoteIOBackend::MULTI_POLL) == 1);
   static_assert(static_cast<int>(kvikio::RemoteReactorDispatch::PER_CHUNK) == 0);
   static_assert(static_cast<int>(kvikio::RemoteReactorDispatch::PER_PREAD) == 1);
+}
+
+TEST(UpstreamApi, UserEndpointAndCurlHandle)
+{
+  UserEndpoint endpoint{"http://127.0.0.1:1/nothing"};
+  EXPECT_EQ(endpoint.str(), "http://127.0.0.1:1/nothing");
+  EXPECT_EQ(endpoint.remote_endpoint_type(), kvikio::RemoteEndpointType::HTTP);
+  auto curl = create_curl_handle();
+  EXPECT_NE(curl.handle(), nullptr);
+  long code = -1;
+  curl.getinfo(CURLINFO_RESPONSE_CODE, &code);
+  EXPECT_EQ(code, 0);  // nothing performed yet
+  EXPECT_THROW(curl.setopt(static_cast<CURLoption>(999999), 1L), std::runtime_error);
 }
 
 TEST(UpstreamApi, FileHandleErrorsStartWithUpstreamWording)

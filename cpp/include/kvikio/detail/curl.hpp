@@ -41,9 +41,22 @@ class CurlHandle {
   [[nodiscard]] long status() const noexcept;
   [[nodiscard]] std::string error_message(CURLcode code) const;
   [[nodiscard]] CURL* get() const noexcept { return handle_; }
+  /// @brief The libcurl easy handle, by upstream's name.
+  [[nodiscard]] CURL* handle() noexcept { return handle_; }
+
+  /**
+   * @brief `curl_easy_getinfo(info, output)`.
+   * @throws std::runtime_error "curl_easy_getinfo() error (...)" if libcurl fails it.
+   */
+  template <typename T>
+  void getinfo(CURLINFO info, T* output)
+  {
+    check_getinfo(curl_easy_getinfo(handle_, info, output));
+  }
 
  private:
   void check_setopt(CURLcode code, CURLoption option) const;
+  static void check_getinfo(CURLcode code);
   CURL* handle_;
   curl_slist* headers_{nullptr};
   char error_[CURL_ERROR_SIZE]{};
