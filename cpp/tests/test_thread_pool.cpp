@@ -50,6 +50,32 @@ TEST(ThreadPool, PropagatesExceptions)
   EXPECT_EQ(fine.get(), 7);  // the pool survives a failing task
 }
 
+TEST(ThreadPool, DetachedTasksRunAndAreCounted)
+{
+  ThreadPool pool{1};
+  std::promise<void> gate;
+  auto opened = gate.get_future().share();
+  std::atomic<int> ran{0};
+  pool.detach_task([opened, &ran] {
+    opened.wait();
+    ++ran;
+  });
+  pool.detach_task([] { throw std::runtime_error("a detached failure"); });  // logged only
+  pool.detach_task([&ran] { ++ran; });
+  // The first task holds the only thread until the gate opens: two are queued behind it.
+  auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (pool.get_tasks_running() != 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(pool.get_tasks_running(), 1U);
+  EXPECT_EQ(pool.get_tasks_queued(), 2U);
+  EXPECT_EQ(pool.get_tasks_total(), 3U);
+  gate.set_value();
+  pool.wait();
+  EXPECT_EQ(ran.load(), 2);  // the failing task did not stop the one after it
+  EXPECT_EQ(pool.get_tasks_total(), 0U);
+}
+
 TEST(ThreadPool, SingleThreadRunsInSubmissionOrder)
 {
   ThreadPool pool{1};

@@ -183,6 +183,17 @@ namespace {
   [[maybe_unused]] std::size_t (*h2)() = &defaults::remote_io_max_concurrent_requests;
 }
 
+// The thread pool's calls that upstream's users make (it is BS::thread_pool there).
+[[maybe_unused]] void use_thread_pool(kvikio::ThreadPool& pool)
+{
+  pool.detach_task([] {});
+  [[maybe_unused]] auto f = pool.submit_task([] { return 1; });
+  pool.wait();
+  pool.reset(2);
+  [[maybe_unused]] auto n = pool.get_thread_count() + pool.get_tasks_queued() +
+                            pool.get_tasks_running() + pool.get_tasks_total();
+}
+
 // Member functions with upstream's exact signatures.
 [[maybe_unused]] void take_member_addresses()
 {

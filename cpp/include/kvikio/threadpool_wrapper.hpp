@@ -52,8 +52,21 @@ class ThreadPool {
     return future;
   }
 
+  /**
+   * @brief Queues `task` without a future (`BS::thread_pool`'s call); an exception it throws is
+   * logged, not propagated.
+   */
+  void detach_task(std::function<void()> task);
+
   /// @brief Number of worker threads.
   [[nodiscard]] unsigned int get_thread_count() const noexcept;
+
+  /// @brief Tasks queued and not started yet.
+  [[nodiscard]] std::size_t get_tasks_queued() const;
+  /// @brief Tasks running now.
+  [[nodiscard]] std::size_t get_tasks_running() const;
+  /// @brief Tasks queued or running.
+  [[nodiscard]] std::size_t get_tasks_total() const;
 
   /**
    * @brief Waits until every submitted task has finished, then runs `nthreads` workers.

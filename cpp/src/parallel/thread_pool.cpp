@@ -3,8 +3,11 @@
  */
 #include <kvikio/threadpool_wrapper.hpp>
 
+#include <exception>
 #include <stdexcept>
 #include <string>
+
+#include <kvikio/detail/logger.hpp>
 
 namespace kvikio {
 namespace {
@@ -53,6 +56,37 @@ void ThreadPool::wait()
   }
   std::unique_lock lock{mutex_};
   idle_.wait(lock, [this] { return jobs_.empty() && running_ == 0; });
+}
+
+void ThreadPool::detach_task(std::function<void()> task)
+{
+  enqueue([task = std::move(task)] {
+    try {
+      task();
+    } catch (std::exception const& e) {
+      KVIKIO_LOG_ERROR("a detached task of the thread pool failed: ", e.what());
+    } catch (...) {
+      KVIKIO_LOG_ERROR("a detached task of the thread pool failed with an unknown exception");
+    }
+  });
+}
+
+std::size_t ThreadPool::get_tasks_queued() const
+{
+  std::lock_guard const lock{mutex_};
+  return jobs_.size();
+}
+
+std::size_t ThreadPool::get_tasks_running() const
+{
+  std::lock_guard const lock{mutex_};
+  return running_;
+}
+
+std::size_t ThreadPool::get_tasks_total() const
+{
+  std::lock_guard const lock{mutex_};
+  return jobs_.size() + running_;
 }
 
 void ThreadPool::enqueue(std::function<void()> job)
