@@ -415,7 +415,7 @@ TEST_F(OnDevice, BounceBufferPoolReturnsAndResizes)
     EXPECT_EQ(d.size(), 1U << 15);
     EXPECT_EQ(pool.num_free_buffers(), 0U);
   }
-  EXPECT_EQ(pool.clear(), 1U);
+  EXPECT_EQ(pool.clear(), pool.buffer_size());  // one buffer, in bytes
 }
 
 }  // namespace

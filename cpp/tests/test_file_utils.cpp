@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <linux/magic.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -144,13 +145,29 @@ TEST(FileUtils, PageCacheInfoAfterReadAndDrop)
 
 TEST(FileUtils, DropSystemPageCacheWithoutPrivilegeReturnsFalse)
 {
-  // Root in this container may still be refused (a read-only /proc/sys): either way no throw.
-  bool const dropped = kvikio::drop_system_page_cache(false, false);
-  if (::geteuid() != 0) { EXPECT_FALSE(dropped); }
+  // In a child without privilege (uid nobody if we are root) and without sudo on its PATH, so
+  // that the test never drops the machine's page cache: both calls must say false, not throw.
+  pid_t const child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) { ::_exit(3); }
+    ::setenv("PATH", "/nonexistent", 1);
+    int code = 0;
+    try {
+      if (kvikio::drop_system_page_cache(false, false)) { code = 1; }
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  EXPECT_EQ(kvikio::clear_page_cache(false, false), kvikio::drop_system_page_cache(false, false));
+      if (kvikio::clear_page_cache(false, false)) { code = 1; }
 #pragma GCC diagnostic pop
+    } catch (...) {
+      code = 2;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: dropped without privilege, 2: threw, 3: setuid failed";
 }
 
 TEST(FileUtils, BlockDeviceInfo)

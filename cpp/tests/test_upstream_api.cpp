@@ -413,9 +413,9 @@ TEST(UpstreamApi, Utils)
   EXPECT_EQ(kvikio::convert_size2off(12), off_t{12});
   EXPECT_EQ(kvikio::convert_size2ssize(12), ssize_t{12});
   EXPECT_THROW((void)kvikio::convert_size2off(std::numeric_limits<std::size_t>::max()),
-               std::overflow_error);
+               kvikio::CUfileException);
   EXPECT_THROW((void)kvikio::convert_size2ssize(std::numeric_limits<std::size_t>::max()),
-               std::overflow_error);
+               kvikio::CUfileException);
   static_assert(std::is_same_v<decltype(kvikio::convert_to_64bit(1)), std::int64_t>);
   static_assert(
     std::is_same_v<decltype(kvikio::convert_to_64bit(std::uint64_t{1})), std::uint64_t>);
@@ -463,6 +463,15 @@ TEST(UpstreamApi, DefaultsRemoteBackendAndDispatch)
   EXPECT_EQ(defaults::http_status_codes(), (std::vector<int>{429, 500, 502, 503, 504}));
   EXPECT_EQ(kvikio::getenv_or("KVIKIO_TEST_SURELY_UNSET", 42), 42);
   EXPECT_EQ(kvikio::getenv_or<std::size_t>("KVIKIO_TEST_SURELY_UNSET", 7), 7U);
+  EXPECT_EQ(kvikio::getenv_or<std::string>("KVIKIO_TEST_SURELY_UNSET", "x"), "x");
+  EXPECT_EQ(kvikio::getenv_or("KVIKIO_TEST_SURELY_UNSET", 2.5), 2.5);
+  {
+    kvikio::test::EnvGuard guard{{"KVIKIO_TEST_BACKEND", "multi_poll"}, {"KVIKIO_TEST_D", "1.5"}};
+    EXPECT_EQ(kvikio::getenv_or("KVIKIO_TEST_BACKEND", kvikio::RemoteIOBackend::EASY_THREADPOOL),
+              kvikio::RemoteIOBackend::MULTI_POLL);
+    EXPECT_EQ(kvikio::getenv_or("KVIKIO_TEST_D", 0.0), 1.5);
+    EXPECT_THROW((void)kvikio::getenv_or("KVIKIO_TEST_BACKEND", 0.0), std::invalid_argument);
+  }
   EXPECT_EQ(kvikio::detail::parse_http_status_codes("X", "500, 503"), (std::vector<int>{500, 503}));
   EXPECT_THROW((void)kvikio::detail::parse_http_status_codes("X", "5000"), std::invalid_argument);
   EXPECT_EQ(kvikio::detail::parse_compat_mode_str("ON"), kvikio::CompatMode::ON);
@@ -487,13 +496,20 @@ TEST(UpstreamApi, ReactorDispatchBadValueNamesIt)
   }
 }
 
-TEST(UpstreamApi, ConfigPath)
+TEST(UpstreamApi, ConfigPathIsTheFileThatExists)
 {
-  {
-    kvikio::test::EnvGuard guard{{"CUFILE_ENV_PATH_JSON", "/some/cufile.json"}};
-    // Read once per process: the first call decides.
-    EXPECT_EQ(kvikio::config_path(), "/some/cufile.json");
-  }
+  kvikio::test::TempDir dir;
+  auto const json = dir.file("cufile.json");
+  kvikio::test::write_file(json, {'{', '}'});
+  kvikio::test::EnvGuard guard{{"CUFILE_ENV_PATH_JSON", json}};
+  EXPECT_EQ(kvikio::config_path(), json);  // read once per process: the first call decides
+}
+
+TEST(UpstreamApi, ConfigPathOfAMissingFile)
+{
+  kvikio::test::EnvGuard guard{{"CUFILE_ENV_PATH_JSON", "/nonexistent/cufile.json"}};
+  bool const system_file = ::access("/etc/cufile.json", F_OK) == 0;
+  EXPECT_EQ(kvikio::config_path(), system_file ? "/etc/cufile.json" : "");
 }
 
 TEST(UpstreamApi, MmapHandleDefaultAndClosed)

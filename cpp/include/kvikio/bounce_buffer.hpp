@@ -126,7 +126,7 @@ class BounceBufferPool {
    */
   void put(void* ptr, std::size_t size) noexcept;
 
-  /// @brief Frees every buffer waiting in the pool; returns how many.
+  /// @brief Frees every buffer waiting in the pool; returns the bytes freed (upstream's meaning).
   std::size_t clear();
 
   /// @brief Pinned bytes this pool holds: buffers waiting in it and buffers on loan.

@@ -211,8 +211,8 @@ class defaults {
   /**
    * @brief HTTP statuses that are retried (`KVIKIO_HTTP_STATUS_CODES`).
    *
-   * The reference is to this thread's copy, taken at the call: valid until this thread calls
-   * again, and never changed by another thread's set_http_status_codes().
+   * The reference is to the value at the call, kept for the life of the process: a later
+   * set_http_status_codes() does not change it.
    */
   [[nodiscard]] static std::vector<int> const& http_status_codes();
   /// @brief Sets http_status_codes().

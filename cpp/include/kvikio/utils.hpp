@@ -34,13 +34,13 @@ namespace kvikio {
 
 /**
  * @brief `x` as an `off_t`.
- * @throws std::overflow_error if `x` does not fit.
+ * @throws kvikio::CUfileException if `x` does not fit.
  */
 [[nodiscard]] off_t convert_size2off(std::size_t x);
 
 /**
  * @brief `x` as an `ssize_t`.
- * @throws std::overflow_error if `x` does not fit.
+ * @throws kvikio::CUfileException if `x` does not fit.
  */
 [[nodiscard]] ssize_t convert_size2ssize(std::size_t x);
 

@@ -3,6 +3,7 @@
  */
 #include <kvikio/defaults.hpp>
 
+#include <deque>
 #include <limits>
 #include <mutex>
 #include <stdexcept>
@@ -185,6 +186,23 @@ T getenv_or(std::string_view env_var_name, T default_val)
     return detail::parse_compat_mode(env_var_name, *text);
   } else if constexpr (std::is_same_v<T, std::vector<int>>) {
     return detail::parse_http_status_codes(env_var_name, *text);
+  } else if constexpr (std::is_same_v<T, RemoteIOBackend>) {
+    return detail::parse_remote_backend(env_var_name, *text);
+  } else if constexpr (std::is_same_v<T, RemoteReactorDispatch>) {
+    return detail::parse_reactor_dispatch(env_var_name, *text);
+  } else if constexpr (std::is_same_v<T, LocalIOBackend>) {
+    return detail::parse_local_io_backend(env_var_name, *text);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return *text;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    std::size_t used = 0;
+    try {
+      T const value = static_cast<T>(std::stod(*text, &used));
+      if (used == text->size()) { return value; }
+    } catch (std::exception const&) {  // not a number: the error below names it
+    }
+    throw std::invalid_argument("unknown config value " + std::string{env_var_name} + "=" + *text +
+                                ": expected a number");
   } else {
     static_assert(std::is_integral_v<T>);
     if constexpr (std::is_signed_v<T>) {
@@ -219,6 +237,12 @@ KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(long)
 KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(unsigned long)
 KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(CompatMode)
 KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(std::vector<int>)
+KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(RemoteIOBackend)
+KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(RemoteReactorDispatch)
+KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(LocalIOBackend)
+KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(std::string)
+KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(float)
+KVIKIO_DETAIL_INSTANTIATE_GETENV_OR(double)
 #undef KVIKIO_DETAIL_INSTANTIATE_GETENV_OR
 
 using detail::Settings;
@@ -295,10 +319,14 @@ void defaults::set_http_timeout(long timeout_seconds)
 
 std::vector<int> const& defaults::http_status_codes()
 {
-  // Upstream returns a reference; a per-thread copy keeps it valid while another thread sets.
-  thread_local std::vector<int> codes;
-  codes = get<&Settings::http_status_codes>();
-  return codes;
+  // Upstream returns a reference. Each value the setting has had is kept, never changed or
+  // freed (a handful per process), so a reference stays valid and unchanged on every thread.
+  static std::mutex mutex;
+  static auto* const values = new std::deque<std::vector<int>>();
+  auto current              = get<&Settings::http_status_codes>();
+  std::lock_guard const lock{mutex};
+  if (values->empty() || values->back() != current) { values->push_back(std::move(current)); }
+  return values->back();
 }
 void defaults::set_http_status_codes(std::vector<int> status_codes)
 {

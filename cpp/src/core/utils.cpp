@@ -22,16 +22,14 @@ std::size_t get_page_size()
 off_t convert_size2off(std::size_t x)
 {
   KVIKIO_EXPECT(x <= static_cast<std::size_t>(std::numeric_limits<off_t>::max()),
-                "size_t argument too large to fit off_t (" + std::to_string(x) + ")",
-                std::overflow_error);
+                "size_t argument too large to fit off_t (" + std::to_string(x) + ")");
   return static_cast<off_t>(x);
 }
 
 ssize_t convert_size2ssize(std::size_t x)
 {
   KVIKIO_EXPECT(x <= static_cast<std::size_t>(std::numeric_limits<ssize_t>::max()),
-                "size_t argument too large to fit ssize_t (" + std::to_string(x) + ")",
-                std::overflow_error);
+                "size_t argument too large to fit ssize_t (" + std::to_string(x) + ")");
   return static_cast<ssize_t>(x);
 }
 

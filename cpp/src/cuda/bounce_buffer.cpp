@@ -121,7 +121,7 @@ std::size_t BounceBufferPool<Allocator>::clear()
   pinned_bytes_ -= n * buffer_size_;
   num_freed_ += n;
   free_.clear();
-  return n;
+  return n * buffer_size_;
 }
 
 template <typename Allocator>

@@ -170,8 +170,8 @@ std::pair<std::size_t, std::size_t> get_page_cache_info(int fd,
   std::size_t const file_size = get_file_size(fd);
   if (offset >= file_size) { return {0, 0}; }
   std::size_t const start = detail::align_down(offset, page);
-  std::size_t const end   = length == 0 ? file_size : std::min(file_size, offset + length);
-  std::size_t const span  = end - start;
+  std::size_t const end = length == 0 || length >= file_size - offset ? file_size : offset + length;
+  std::size_t const span = end - start;
   // mincore() reports residency of a mapping's pages; mapping reads nothing in.
   void* mapping = ::mmap(nullptr, span, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
   KVIKIO_SYSCALL_CHECK(mapping, "mmap for mincore failed", MAP_FAILED);

@@ -35,7 +35,7 @@ MmapHandle::MmapHandle(std::string const& file_path,
 {
   // Upstream's flag checks: its wording, then which flags and file.
   int const oflags = open_fd_parse_flags(flags, false);
-  KVIKIO_EXPECT((oflags & O_ACCMODE) == O_RDONLY,
+  KVIKIO_EXPECT((oflags & O_CREAT) == 0,
                 "File-backed mmap write is not supported yet: flags \"" + flags + "\" for " +
                   file_path + " (only \"r\")",
                 std::invalid_argument);

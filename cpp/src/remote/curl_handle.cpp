@@ -114,17 +114,16 @@ std::string CurlHandle::error_message(CURLcode code) const
 void CurlHandle::check_setopt(CURLcode code, CURLoption option) const
 {
   if (code != CURLE_OK) {
-    throw std::runtime_error(std::string{"curl_easy_setopt() error ("} +
-                             curl_easy_strerror(code) + ") [KvikIO: option " +
-                             std::to_string(static_cast<int>(option)) + "]");
+    throw std::runtime_error(std::string{"curl_easy_setopt() error ("} + curl_easy_strerror(code) +
+                             ") [KvikIO: option " + std::to_string(static_cast<int>(option)) + "]");
   }
 }
 
 void CurlHandle::check_getinfo(CURLcode code)
 {
   if (code != CURLE_OK) {
-    throw std::runtime_error(std::string{"curl_easy_getinfo() error ("} +
-                             curl_easy_strerror(code) + ")");
+    throw std::runtime_error(std::string{"curl_easy_getinfo() error ("} + curl_easy_strerror(code) +
+                             ")");
   }
 }
 

@@ -326,12 +326,8 @@ void bind_mmap_and_buffers(py::module_& m)
   m.def("stream_register",
         [](std::uintptr_t s, unsigned flags) { kvikio::stream_register(as_stream(s), flags); });
   m.def("stream_deregister", [](std::uintptr_t s) { kvikio::stream_deregister(as_stream(s)); });
-  m.def("bounce_buffer_free", [] {
-    auto& pool               = kvikio::CudaPinnedBounceBufferPool::instance();
-    std::size_t const before = pool.pinned_bytes();
-    pool.clear();
-    return before - pool.pinned_bytes();
-  });
+  m.def("bounce_buffer_free",
+        [] { return kvikio::CudaPinnedBounceBufferPool::instance().clear(); });
 }
 
 void bind_file_utils(py::module_& m)

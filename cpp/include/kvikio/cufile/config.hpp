@@ -13,8 +13,8 @@
 namespace kvikio {
 
 /**
- * @brief The path of cuFile's configuration file: `CUFILE_ENV_PATH_JSON` if set (read once),
- * otherwise `/etc/cufile.json`.
+ * @brief The path of cuFile's configuration file: `CUFILE_ENV_PATH_JSON` if that file exists,
+ * else `/etc/cufile.json` if it exists, else "" (decided once per process).
  */
 [[nodiscard]] std::string const& config_path();
 

@@ -52,7 +52,7 @@ class DriverProperties {
   void set_max_pinned_memory_size(std::size_t size_in_kb);
   std::size_t get_max_batch_io_size();
   std::size_t get_max_batch_io_timeout_msecs();
-  /// @brief The bits set in nvidia-fs's status flags (`dstatusflags`), as their bit numbers.
+  /// @brief The control flags set (poll mode, compat mode allowed), from `dcontrolflags`.
   /// @throws kvikio::CUfileException if cuFile is not usable.
   std::vector<CUfileDriverControlFlags> get_nvfs_statusflags();
 };

@@ -4,6 +4,8 @@
 #include <kvikio/cufile/config.hpp>
 #include <kvikio/cufile/driver.hpp>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -85,10 +87,15 @@ void cuFileAPI::driver_close() { KVIKIO_CUFILE_TRY(DriverClose()); }
 
 std::string const& config_path()
 {
-  // cuFile reads the same variable; without it, its default file.
+  // The file cuFile reads: CUFILE_ENV_PATH_JSON's, else its default; "" if neither exists.
   static std::string const path = [] {
     char const* env = std::getenv("CUFILE_ENV_PATH_JSON");
-    return std::string{env != nullptr && *env != '\0' ? env : "/etc/cufile.json"};
+    for (char const* candidate : {env, "/etc/cufile.json"}) {
+      if (candidate != nullptr && *candidate != '\0' && ::access(candidate, F_OK) == 0) {
+        return std::string{candidate};
+      }
+    }
+    return std::string{};
   }();
   return path;
 }
@@ -170,10 +177,11 @@ void DriverProperties::set_max_pinned_memory_size(std::size_t size_in_kb)
 }
 std::vector<CUfileDriverControlFlags> DriverProperties::get_nvfs_statusflags()
 {
-  unsigned int const bits = properties().nvfs.dstatusflags;
+  // Upstream reports the two control flags that are set.
+  unsigned int const bits = properties().nvfs.dcontrolflags;
   std::vector<CUfileDriverControlFlags> set;
-  for (unsigned int bit = 0; bit < 32; ++bit) {
-    if ((bits >> bit) & 1U) { set.push_back(static_cast<CUfileDriverControlFlags>(bit)); }
+  for (auto flag : {CU_FILE_USE_POLL_MODE, CU_FILE_ALLOW_COMPAT_MODE}) {
+    if ((bits >> flag) & 1U) { set.push_back(flag); }
   }
   return set;
 }

@@ -33,7 +33,9 @@ def _run(args, write_parts, read_parts):
     futures = []
     files = {}
     for path, ary, offset in write_parts:
-        f = files.setdefault(path, kvikio.CuFile(path, "w"))
+        if path not in files:
+            files[path] = kvikio.CuFile(path, "w")
+        f = files[path]
         futures.append(f.pwrite(ary, file_offset=offset))
     for fut in futures:
         fut.get()
@@ -44,7 +46,9 @@ def _run(args, write_parts, read_parts):
     futures = []
     files = {}
     for path, ary, offset in read_parts:
-        f = files.setdefault(path, kvikio.CuFile(path, "r"))
+        if path not in files:
+            files[path] = kvikio.CuFile(path, "r")
+        f = files[path]
         futures.append(f.pread(ary, file_offset=offset))
     for fut in futures:
         fut.get()
