@@ -26,35 +26,28 @@ from kvikio.benchmarks.utils import (
 )
 
 
+def _timed_parts(parts, flags: str) -> float:
+    """Seconds to write (flags "w") or read ("r") the parts, each (CuFile path, array, file
+    offset), in parallel: one handle per file, every part's future awaited."""
+    t0 = time.perf_counter()
+    files = {}
+    futures = []
+    for path, ary, offset in parts:
+        if path not in files:
+            files[path] = kvikio.CuFile(path, flags)
+        op = files[path].pwrite if flags == "w" else files[path].pread
+        futures.append(op(ary, file_offset=offset))
+    for fut in futures:
+        fut.get()
+    for f in files.values():
+        f.close()
+    return time.perf_counter() - t0
+
+
 def _run(args, write_parts, read_parts):
-    """(read seconds, write seconds) of one run: writes then reads the parts, each a list of
-    (CuFile path, array, file offset) handled in parallel."""
-    t0 = time.perf_counter()
-    futures = []
-    files = {}
-    for path, ary, offset in write_parts:
-        if path not in files:
-            files[path] = kvikio.CuFile(path, "w")
-        f = files[path]
-        futures.append(f.pwrite(ary, file_offset=offset))
-    for fut in futures:
-        fut.get()
-    for f in files.values():
-        f.close()
-    write_time = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    futures = []
-    files = {}
-    for path, ary, offset in read_parts:
-        if path not in files:
-            files[path] = kvikio.CuFile(path, "r")
-        f = files[path]
-        futures.append(f.pread(ary, file_offset=offset))
-    for fut in futures:
-        fut.get()
-    for f in files.values():
-        f.close()
-    return time.perf_counter() - t0, write_time
+    """(read seconds, write seconds) of one run: writes the parts, then reads them back."""
+    write_time = _timed_parts(write_parts, "w")
+    return _timed_parts(read_parts, "r"), write_time
 
 
 def _parts(args, xp, api):
