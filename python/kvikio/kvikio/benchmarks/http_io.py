@@ -19,7 +19,12 @@ import numpy
 
 import kvikio
 import kvikio.defaults
-from kvikio.benchmarks.utils import array_module, format_bytes, pprint_api_res
+from kvikio.benchmarks.utils import (
+    add_array_arguments,
+    array_module,
+    format_bytes,
+    pprint_api_res,
+)
 from kvikio.utils import LocalHttpServer
 
 
@@ -74,14 +79,7 @@ def main(args) -> None:
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description="HTTP benchmark")
-    parser.add_argument("-n", "--nelem", metavar="NELEM", default="1024", type=int,
-                        help="Number of elements (default: %(default)s).")
-    parser.add_argument("--dtype", metavar="DATATYPE", default="float32", type=numpy.dtype,
-                        help="The data type of each element (default: %(default)s).")
-    parser.add_argument("--nruns", metavar="RUNS", default=1, type=int,
-                        help="Number of runs per API (default: %(default)s).")
-    parser.add_argument("-t", "--nthreads", metavar="THREADS", default=1, type=int,
-                        help="Number of threads to use (default: %(default)s).")
+    add_array_arguments(parser)
     parser.add_argument("--server", default=None,
                         help="Connect to an external http server as opposed to the bundled (very "
                              "slow) HTTP server. Remember to also set --server-root-path.")

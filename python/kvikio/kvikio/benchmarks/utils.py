@@ -8,6 +8,8 @@ import os
 import pathlib
 import statistics
 
+import numpy
+
 import kvikio
 import kvikio.cufile_driver
 import kvikio.defaults
@@ -97,3 +99,16 @@ def array_module(api: str = "cupy"):
     import numpy
 
     return numpy
+
+
+def add_array_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the array benchmarks (http_io, s3_io): -n/--nelem, --dtype, --nruns,
+    -t/--nthreads, as upstream's."""
+    parser.add_argument("-n", "--nelem", metavar="NELEM", default="1024", type=int,
+                        help="Number of elements (default: %(default)s).")
+    parser.add_argument("--dtype", metavar="DATATYPE", default="float32", type=numpy.dtype,
+                        help="The data type of each element (default: %(default)s).")
+    parser.add_argument("--nruns", metavar="RUNS", default=1, type=int,
+                        help="Number of runs per API (default: %(default)s).")
+    parser.add_argument("-t", "--nthreads", metavar="THREADS", default=1, type=int,
+                        help="Number of threads to use (default: %(default)s).")
