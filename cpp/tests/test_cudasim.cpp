@@ -538,6 +538,48 @@ TEST_F(OnDevice, BatchCopyInEveryDirection)
   EXPECT_EQ(0, std::memcmp(host_out.ptr, src.data(), n));
 }
 
+// cudaAPI::cuda_memcpy_async, upstream's helper: host and device in every direction, on a
+// created stream (the batch path where the driver has it) and on the null stream (cuMemcpyAsync).
+TEST_F(OnDevice, CudaMemcpyAsyncInEveryDirectionOnBothKindsOfStream)
+{
+  EXPECT_GE(api().driver_version, 12000);
+  std::size_t const n = 8192;
+  auto const src      = pattern(n, 9);
+  Stream stream;
+  for (CUstream s : {stream.handle, CUstream{nullptr}}) {
+    PinnedBuffer host_in{n}, host_out{n + 64};
+    std::memcpy(host_in.ptr, src.data(), n);
+    std::memset(host_out.ptr, poison, n + 64);
+    DeviceBuffer a{n}, b{n};
+    auto const as_ptr = [](void* p) { return reinterpret_cast<CUdeviceptr>(p); };
+    KVIKIO_CUDA_DRIVER_TRY(kvikio::cudaAPI::cuda_memcpy_async(a.ptr, as_ptr(host_in.ptr), n, s));
+    KVIKIO_CUDA_DRIVER_TRY(kvikio::cudaAPI::cuda_memcpy_async(b.ptr, a.ptr, n, s));
+    KVIKIO_CUDA_DRIVER_TRY(kvikio::cudaAPI::cuda_memcpy_async(
+      as_ptr(static_cast<char*>(host_out.ptr) + 32), b.ptr, n, s));
+    KVIKIO_CUDA_DRIVER_TRY(api().StreamSynchronize(s));
+    auto const* out = static_cast<unsigned char const*>(host_out.ptr);
+    EXPECT_EQ(0, std::memcmp(out + 32, src.data(), n)) << "stream " << s;
+    for (std::size_t i = 0; i < 32; ++i) {
+      ASSERT_EQ(out[i], poison) << i;
+      ASSERT_EQ(out[32 + n + i], poison) << i;
+    }
+  }
+}
+
+TEST_F(OnDevice, BatchCopyOnTheNullStreamIsRefused)
+{
+  if (api().MemcpyBatchAsync == nullptr) {
+    GTEST_SKIP() << "the driver has no cuMemcpyBatchAsync (CUDA < 12.8)";
+  }
+  DeviceBuffer a{64}, b{64};
+  CUdeviceptr dst = a.ptr, src = b.ptr;
+  std::size_t size = 64, idx = 0;
+  CUmemcpyAttributes attr{};
+  attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  EXPECT_EQ(api().MemcpyBatchAsync(&dst, &src, &size, 1, &attr, &idx, 1, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+}
+
 TEST_F(OnDevice, EventOfAnotherContextCannotBeRecorded)
 {
   Event foreign;  // in the primary context

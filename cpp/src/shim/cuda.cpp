@@ -59,6 +59,7 @@ struct CudaDriverLoader {
                              (err_name != nullptr ? err_name : std::to_string(init));
         return;
       }
+      table->DriverGetVersion(&table->driver_version);
       api = std::move(table);
     } catch (std::runtime_error const& e) {
       unavailable_reason = std::string{"no CUDA driver found: "} + e.what();
@@ -79,6 +80,21 @@ cudaAPI& cudaAPI::instance()
     throw CUfileException{"KvikIO: this operation needs a GPU, but " + loader.unavailable_reason};
   }
   return *loader.api;
+}
+
+CUresult cudaAPI::cuda_memcpy_async(CUdeviceptr dst,
+                                     CUdeviceptr src,
+                                     std::size_t size,
+                                     CUstream stream)
+{
+  auto const& api = instance();
+  if (api.MemcpyBatchAsync != nullptr && api.driver_version >= 12080 && stream != nullptr) {
+    CUmemcpyAttributes attrs{};
+    attrs.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    std::size_t attrs_index{0};
+    return api.MemcpyBatchAsync(&dst, &src, &size, 1, &attrs, &attrs_index, 1, stream);
+  }
+  return api.MemcpyAsync(dst, src, size, stream);
 }
 
 bool is_cuda_available() noexcept { return CudaDriverLoader::get().api != nullptr; }

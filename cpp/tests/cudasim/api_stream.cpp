@@ -38,6 +38,22 @@ CUevent_st* find_event(CUevent event, char const* entry, CUresult& result)
 }
 
 // An asynchronous copy, with the driver's handling of pageable host memory.
+// A copy between two resolved operands, as the driver orders it.
+CUresult enqueue_copy(char const* entry,
+                      CUstream stream,
+                      cudasim::Operand d,
+                      cudasim::Operand s,
+                      std::size_t n)
+{
+  // A pageable source is staged at the call and the call returns; a pageable destination makes
+  // the call wait for the copy (the driver "might be synchronous": we always are).
+  if (s.pageable && !d.pageable) {
+    return cudasim::staged_copy_to_device(entry, stream, d.bytes, s.bytes, n);
+  }
+  return cudasim::run_on_stream(
+    entry, stream, [d, s, n] { cudasim::dma_copy(d.bytes, s.bytes, n); }, d.pageable || s.pageable);
+}
+
 CUresult copy_async(char const* entry,
                     std::uintptr_t dst,
                     std::uintptr_t src,
@@ -59,13 +75,7 @@ CUresult copy_async(char const* entry,
           : cudasim::host_operand(entry, reinterpret_cast<void*>(src), n, s.bytes, s.pageable);
     if (r != CUDA_SUCCESS) { return r; }
   }
-  // A pageable source is staged at the call and the call returns; a pageable destination makes
-  // the call wait for the copy (the driver "might be synchronous": we always are).
-  if (s.pageable && !d.pageable) {
-    return cudasim::staged_copy_to_device(entry, stream, d.bytes, s.bytes, n);
-  }
-  return cudasim::run_on_stream(
-    entry, stream, [d, s, n] { cudasim::dma_copy(d.bytes, s.bytes, n); }, d.pageable || s.pageable);
+  return enqueue_copy(entry, stream, d, s, n);
 }
 
 // A 4-byte word that stream memory operations may use: device memory, or pinned/registered host
@@ -474,6 +484,23 @@ CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice,
   return copy_async("cuMemcpyDtoDAsync", dstDevice, srcDevice, ByteCount, hStream, true, true);
 }
 
+// Unified addressing: either side may be host or device memory, told apart by the table.
+CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
+{
+  CUDASIM_ENTER("cuMemcpyAsync");
+  cudasim::Operand d, s;
+  {
+    std::lock_guard const lock{Simulator::get().mutex};
+    if (auto r = cudasim::classify("cuMemcpyAsync", dst, ByteCount, d); r != CUDA_SUCCESS) {
+      return r;
+    }
+    if (auto r = cudasim::classify("cuMemcpyAsync", src, ByteCount, s); r != CUDA_SUCCESS) {
+      return r;
+    }
+  }
+  return enqueue_copy("cuMemcpyAsync", hStream, d, s, ByteCount);
+}
+
 CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice,
                                  unsigned char uc,
                                  size_t N,
@@ -505,6 +532,10 @@ CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr* dsts,
   if (dsts == nullptr || srcs == nullptr || sizes == nullptr || count == 0 || attrs == nullptr ||
       attrsIdxs == nullptr || numAttrs == 0 || numAttrs > count || attrsIdxs[0] != 0) {
     return CUDA_ERROR_INVALID_VALUE;
+  }
+  // The driver refuses batches on the legacy default stream.
+  if (hStream == nullptr) {
+    return sim.misuse("cuMemcpyBatchAsync", "the null stream", CUDA_ERROR_INVALID_VALUE);
   }
   struct Copy {
     cudasim::Operand dst, src;

@@ -13,6 +13,7 @@
  * needs a GPU throws, saying that no CUDA driver was found.
  */
 
+#include <cstddef>
 #include <string>
 
 #include <cuda.h>
@@ -61,6 +62,7 @@ namespace kvikio {
   X(MemcpyDtoD, cuMemcpyDtoD)                           \
   X(MemcpyHtoDAsync, cuMemcpyHtoDAsync)                 \
   X(MemcpyDtoHAsync, cuMemcpyDtoHAsync)                 \
+  X(MemcpyAsync, cuMemcpyAsync)                         \
   X(MemcpyDtoDAsync, cuMemcpyDtoDAsync)                 \
   X(MemsetD8, cuMemsetD8)                               \
   X(MemsetD8Async, cuMemsetD8Async)                     \
@@ -103,6 +105,24 @@ class cudaAPI {
   KVIKIO_CUDA_DRIVER_ENTRY_POINTS(KVIKIO_DETAIL_DECLARE_ENTRY)
   KVIKIO_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(KVIKIO_DETAIL_DECLARE_ENTRY)
 #undef KVIKIO_DETAIL_DECLARE_ENTRY
+
+  /// @brief The loaded driver's version as `cuDriverGetVersion` gives it (13000 is CUDA 13.0).
+  int driver_version{0};
+
+  /**
+   * @brief An asynchronous copy between any two addresses (host or device, unified addressing),
+   * ordered on `stream`.
+   *
+   * Uses `cuMemcpyBatchAsync` with `CU_MEMCPY_SRC_ACCESS_ORDER_STREAM` where the driver has it
+   * (CUDA 12.8 and later) and `stream` is not the null stream, which that call refuses;
+   * `cuMemcpyAsync` otherwise.
+   * @return the driver's result.
+   * @throws kvikio::CUfileException if no CUDA driver is loaded (see `instance()`).
+   */
+  static CUresult cuda_memcpy_async(CUdeviceptr dst,
+                                    CUdeviceptr src,
+                                    std::size_t size,
+                                    CUstream stream);
 
   /**
    * @brief The process-wide table.
