@@ -42,6 +42,32 @@ TEST(RemoteEndpoints, UrlForms)
             RemoteEndpointType::WEBHDFS);
   EXPECT_EQ(kvikio::infer_remote_endpoint_type("https://h/o?X-Amz-Signature=s"),
             RemoteEndpointType::S3_PRESIGNED_URL);
+  // AWS S3's http forms are S3 (unless presigned); other hosts, or no object key, are HTTP.
+  for (auto url : {"https://b.s3.us-east-1.amazonaws.com/o/k.bin",
+                   "https://b.s3.amazonaws.com/o",
+                   "http://b.s3-eu-west-1.amazonaws.com/o",
+                   "https://s3.us-east-1.amazonaws.com/b/o",
+                   "https://S3.AMAZONAWS.COM/b/o",
+                   "s3://b/o"}) {
+    EXPECT_TRUE(kvikio::S3Endpoint::is_url_valid(url)) << url;
+    EXPECT_TRUE(kvikio::S3PublicEndpoint::is_url_valid(url)) << url;
+    EXPECT_EQ(kvikio::infer_remote_endpoint_type(url), RemoteEndpointType::S3) << url;
+  }
+  for (auto url : {"https://s3.amazonaws.com/b",
+                   "https://s3.amazonaws.com/b/",
+                   "https://b.s3.us-east-1.amazonaws.com/",
+                   "https://amazonaws.com/b/o",
+                   "https://b.s3.us.east.amazonaws.com/o",
+                   "https://example.com/b/o",
+                   "http://127.0.0.1:9000/b/o"}) {
+    EXPECT_FALSE(kvikio::S3Endpoint::is_url_valid(url)) << url;
+    EXPECT_EQ(kvikio::infer_remote_endpoint_type(url), RemoteEndpointType::HTTP) << url;
+  }
+  EXPECT_FALSE(kvikio::S3Endpoint::is_url_valid(
+    "https://b.s3.amazonaws.com/o?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=abc"));
+  EXPECT_EQ(kvikio::infer_remote_endpoint_type(
+              "https://b.s3.amazonaws.com/o?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=abc"),
+            RemoteEndpointType::S3_PRESIGNED_URL);
   EXPECT_THROW(kvikio::WebHdfsEndpoint{"http://nn/other"}, std::invalid_argument);
   {
     kvikio::test::EnvGuard const no_region{{"AWS_DEFAULT_REGION", std::nullopt}};
@@ -209,6 +235,48 @@ TEST_F(S3, PublicBucketNeedsNoSignature)
   EXPECT_EQ(0, std::memcmp(buf.data(), content_.data() + 5, 1000));
   EXPECT_THROW(RemoteHandle::open(server_->url("bucket/data.bin"), RemoteEndpointType::S3_PUBLIC),
                std::runtime_error);  // private: 403 without a signature
+}
+
+// AUTO tries the allowed types in order; signed S3 that cannot work falls back to S3_PUBLIC.
+TEST_F(S3, AutoFallsBackToPublicOnlyWhereAllowed)
+{
+  kvikio::test::EnvGuard const env{{"AWS_DEFAULT_REGION", Server::region},
+                                   {"AWS_ACCESS_KEY_ID", std::nullopt},
+                                   {"AWS_SECRET_ACCESS_KEY", std::nullopt},
+                                   {"AWS_ENDPOINT_URL", server_->url("")},
+                                   {"AWS_SESSION_TOKEN", std::nullopt}};
+  // No credentials: the default list holds S3_PUBLIC, so the public object opens unsigned.
+  auto handle = RemoteHandle::open("s3://public/data.bin");
+  EXPECT_EQ(handle.remote_endpoint_type(), RemoteEndpointType::S3_PUBLIC);
+  EXPECT_EQ(handle.nbytes(), content_.size());
+  std::vector<std::uint8_t> buf(300, poison);
+  ASSERT_EQ(handle.read(buf.data() + 50, 200, 77), 200U);
+  EXPECT_EQ(0, std::memcmp(buf.data() + 50, content_.data() + 77, 200));
+  EXPECT_EQ(buf[49], poison);
+  EXPECT_EQ(buf[250], poison);
+  // Only S3_PUBLIC allowed: the s3:// URL opens there directly.
+  EXPECT_EQ(
+    RemoteHandle::open(
+      "s3://public/data.bin", RemoteEndpointType::AUTO, std::vector{RemoteEndpointType::S3_PUBLIC})
+      .remote_endpoint_type(),
+    RemoteEndpointType::S3_PUBLIC);
+  // Only S3 allowed: the missing credentials are the error.
+  EXPECT_THROW(
+    RemoteHandle::open(
+      "s3://public/data.bin", RemoteEndpointType::AUTO, std::vector{RemoteEndpointType::S3}),
+    std::invalid_argument);
+  // A private object without credentials: the fallback's 403 is the error.
+  EXPECT_THROW(RemoteHandle::open("s3://bucket/data.bin"), std::runtime_error);
+  // No allowed type fits an http URL that is not AWS's.
+  try {
+    (void)RemoteHandle::open(server_->url("public/data.bin"),
+                             RemoteEndpointType::AUTO,
+                             std::vector{RemoteEndpointType::S3, RemoteEndpointType::WEBHDFS});
+    FAIL();
+  } catch (std::runtime_error const& e) {
+    EXPECT_NE(std::string{e.what()}.find("Unsupported endpoint URL."), std::string::npos)
+      << e.what();
+  }
 }
 
 TEST_F(OnDevice, S3SignedReadsIntoDeviceMemory)

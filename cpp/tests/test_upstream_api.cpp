@@ -48,6 +48,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -289,6 +290,38 @@ namespace {
   [[maybe_unused]] void (kvikio::cuFileAPI::*cf_close)() = &kvikio::cuFileAPI::driver_close;
   [[maybe_unused]] kvikio::cuFileAPI& (*cf_inst)()       = &kvikio::cuFileAPI::instance;
   [[maybe_unused]] kvikio::cudaAPI& (*cu_inst)()         = &kvikio::cudaAPI::instance;
+  [[maybe_unused]] CUresult (*cu_memcpy)(CUdeviceptr, CUdeviceptr, std::size_t, CUstream) =
+    &kvikio::cudaAPI::cuda_memcpy_async;
+  [[maybe_unused]] int kvikio::cudaAPI::*cu_version          = &kvikio::cudaAPI::driver_version;
+  [[maybe_unused]] auto cu_async                             = &kvikio::cudaAPI::MemcpyAsync;
+  [[maybe_unused]] auto cu_batch                             = &kvikio::cudaAPI::MemcpyBatchAsync;
+  [[maybe_unused]] char const* (*cufile_text)(CUfileOpError) = &cufileop_status_error;
+
+  // error.hpp's detail functions behind upstream's macros
+  [[maybe_unused]] void (*p_cuda_try)(CUresult, int, char const*) =
+    &kvikio::detail::cuda_driver_try<kvikio::CUfileException>;
+  [[maybe_unused]] void (*p_cufile_try)(CUfileError_t, int, char const*) =
+    &kvikio::detail::cufile_try<kvikio::CUfileException>;
+  [[maybe_unused]] void (*p_bytes_done)(ssize_t, int, char const*) =
+    &kvikio::detail::cufile_check_bytes_done<kvikio::CUfileException>;
+  [[maybe_unused]] void (*p_linux)(long, int, char const*, std::string_view, long) =
+    &kvikio::detail::check_linux_call;
+  [[maybe_unused]] void (*p_linux_error)(int, char const*, std::string_view) =
+    &kvikio::detail::handle_linux_call_error;
+
+  // shim/libcurl.hpp
+  [[maybe_unused]] kvikio::LibCurl& (*p_libcurl)() = &kvikio::LibCurl::instance;
+  [[maybe_unused]] kvikio::LibCurl::UniqueHandlePtr (kvikio::LibCurl::*p_free)() =
+    &kvikio::LibCurl::get_free_handle;
+  [[maybe_unused]] kvikio::LibCurl::UniqueHandlePtr (kvikio::LibCurl::*p_get)() =
+    &kvikio::LibCurl::get_handle;
+  [[maybe_unused]] void (kvikio::LibCurl::*p_retain)(kvikio::LibCurl::UniqueHandlePtr) =
+    &kvikio::LibCurl::retain_handle;
+  static_assert(std::is_constructible_v<kvikio::CurlHandle,
+                                        kvikio::LibCurl::UniqueHandlePtr,
+                                        std::string,
+                                        std::string>);
+  [[maybe_unused]] void (kvikio::CurlHandle::*p_perform)() = &kvikio::CurlHandle::perform;
 }
 
 }  // namespace
@@ -315,6 +348,8 @@ namespace {
 // An endpoint of a user's own, written against upstream's RemoteEndpoint and CurlHandle.
 class UserEndpoint : public kvikio::RemoteEndpoint {
  public:
+  // Upstream's protected member, seen from a subclass.
+  [[nodiscard]] kvikio::RemoteEndpointType type_member() const { return _remote_endpoint_type; }
   explicit UserEndpoint(std::string url)
     : RemoteEndpoint{kvikio::RemoteEndpointType::HTTP}, url_{std::move(url)}
   {
@@ -589,12 +624,58 @@ TEST(UpstreamApi, UserEndpointAndCurlHandle)
   UserEndpoint endpoint{"http://127.0.0.1:1/nothing"};
   EXPECT_EQ(endpoint.str(), "http://127.0.0.1:1/nothing");
   EXPECT_EQ(endpoint.remote_endpoint_type(), kvikio::RemoteEndpointType::HTTP);
+  EXPECT_EQ(endpoint.type_member(), kvikio::RemoteEndpointType::HTTP);
   auto curl = create_curl_handle();
   EXPECT_NE(curl.handle(), nullptr);
   long code = -1;
   curl.getinfo(CURLINFO_RESPONSE_CODE, &code);
   EXPECT_EQ(code, 0);  // nothing performed yet
   EXPECT_THROW(curl.setopt(static_cast<CURLoption>(999999), 1L), std::runtime_error);
+  // perform() throws libcurl's error, as upstream's does: nothing listens on port 1.
+  endpoint.setopt(curl);
+  try {
+    curl.perform();
+    FAIL() << "a refused connection did not throw";
+  } catch (std::runtime_error const& e) {
+    EXPECT_EQ(std::string{e.what()}.rfind("curl_easy_perform() error (", 0), 0U) << e.what();
+    EXPECT_NE(std::string{e.what()}.find("test_upstream_api.cpp:"), std::string::npos) << e.what();
+  }
+}
+
+TEST(UpstreamApi, LibCurlPoolsHandles)
+{
+  auto& pool = kvikio::LibCurl::instance();
+  EXPECT_EQ(&pool, &kvikio::LibCurl::instance());
+  // Take every free handle, so that what follows sees only its own.
+  std::vector<kvikio::LibCurl::UniqueHandlePtr> drained;
+  while (auto h = pool.get_free_handle()) {
+    drained.push_back(std::move(h));
+  }
+  EXPECT_EQ(pool.get_free_handle(), nullptr);
+  kvikio::LibCurl::UniqueHandlePtr fresh = pool.get_handle();
+  ASSERT_NE(fresh, nullptr);
+  CURL* const raw = fresh.get();
+  ASSERT_EQ(curl_easy_setopt(raw, CURLOPT_URL, "http://127.0.0.1:1/x"), CURLE_OK);
+  pool.retain_handle(std::move(fresh));
+  auto again = pool.get_free_handle();
+  EXPECT_EQ(again.get(), raw);  // the same handle, back from the pool
+  char* url = nullptr;
+  ASSERT_EQ(curl_easy_getinfo(again.get(), CURLINFO_EFFECTIVE_URL, &url), CURLE_OK);
+  EXPECT_TRUE(url == nullptr || std::string{url}.empty()) << "options were not reset: " << url;
+  // A CurlHandle made from it returns it when destroyed.
+  {
+    kvikio::CurlHandle curl{std::move(again), "here.cpp", "1"};
+    EXPECT_EQ(curl.handle(), raw);
+  }
+  auto back = pool.get_free_handle();
+  EXPECT_EQ(back.get(), raw);
+  pool.retain_handle(std::move(back));
+  for (auto& h : drained) {
+    pool.retain_handle(std::move(h));
+  }
+  EXPECT_THROW(kvikio::CurlHandle(
+                 kvikio::LibCurl::UniqueHandlePtr{nullptr, curl_easy_cleanup}, "here.cpp", "2"),
+               std::invalid_argument);
 }
 
 TEST(UpstreamApi, FileHandleErrorsStartWithUpstreamWording)

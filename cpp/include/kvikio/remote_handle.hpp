@@ -32,12 +32,14 @@ class RemoteEndpoint;
 namespace detail {
 /// @brief The size a HEAD request to `endpoint` reports. @throws std::runtime_error
 std::size_t head_content_length(RemoteEndpoint& endpoint);
+/// @brief Whether `url` is an http(s) URL of AWS S3 naming an object. Never throws.
+bool is_aws_s3_http_url(std::string const& url) noexcept;
 }  // namespace detail
 
 /**
  * @brief The kind of a RemoteEndpoint, and what RemoteHandle::open() is asked to make of a URL.
  *
- * - `AUTO`: RemoteHandle::open() infers the type with infer_remote_endpoint_type().
+ * - `AUTO`: RemoteHandle::open() tries the allowed types in order (see there).
  * - `S3`: S3Endpoint (signed requests; an `s3://bucket/object` URL or an http(s) URL).
  * - `S3_PUBLIC`: S3PublicEndpoint (unsigned requests).
  * - `S3_PRESIGNED_URL`: S3EndpointWithPresignedUrl.
@@ -46,13 +48,22 @@ std::size_t head_content_length(RemoteEndpoint& endpoint);
  */
 enum class RemoteEndpointType : uint8_t { AUTO, S3, S3_PUBLIC, S3_PRESIGNED_URL, WEBHDFS, HTTP };
 
+namespace detail {
+/// @brief `type`'s `is_url_valid(url)` (false for AUTO). Never throws.
+bool is_url_valid_for(RemoteEndpointType type, std::string const& url) noexcept;
+}  // namespace detail
+
 /**
  * @brief Where an object lives: how to configure a request for it and how to learn its size.
  */
 class RemoteEndpoint {
- public:
+ protected:
+  /// @brief The kind of endpoint, as given to the constructor (upstream's protected member).
+  RemoteEndpointType _remote_endpoint_type{RemoteEndpointType::AUTO};
   /// @brief For subclasses: records the kind of endpoint they are.
-  explicit RemoteEndpoint(RemoteEndpointType type) noexcept : type_{type} {}
+  explicit RemoteEndpoint(RemoteEndpointType type) noexcept : _remote_endpoint_type{type} {}
+
+ public:
   virtual ~RemoteEndpoint() = default;
   /// @brief Sets the URL and whatever else every request needs (authentication...).
   virtual void setopt(CurlHandle& curl) = 0;
@@ -63,10 +74,10 @@ class RemoteEndpoint {
   /// @brief Asks for `size` bytes at `file_offset` (size > 0).
   virtual void setup_range_request(CurlHandle& curl, std::size_t file_offset, std::size_t size);
   /// @brief The kind of endpoint, as given to the constructor.
-  [[nodiscard]] RemoteEndpointType remote_endpoint_type() const noexcept { return type_; }
-
- private:
-  RemoteEndpointType type_;
+  [[nodiscard]] RemoteEndpointType remote_endpoint_type() const noexcept
+  {
+    return _remote_endpoint_type;
+  }
 };
 
 /// @brief A plain HTTP or HTTPS URL that supports range requests.
@@ -132,7 +143,13 @@ class S3Endpoint : public RemoteEndpoint {
     std::optional<std::string> aws_endpoint_url = std::nullopt);
   /// @brief ("bucket", "object") of "s3://bucket/object". @throws std::invalid_argument
   static std::pair<std::string, std::string> parse_s3_url(std::string const& s3_url);
-  /// @brief An s3://bucket/object URL or an http(s) URL with a path. Never throws.
+  /**
+   * @brief Whether `url` is an s3://bucket/object URL, or an AWS S3 http(s) URL (virtual-host or
+   * path style, regional or global, `.amazonaws.com`) that is not presigned. Never throws.
+   *
+   * RemoteHandle::open() with an explicit S3 type also takes any http(s) URL with a path (an
+   * S3-compatible server such as MinIO); AUTO uses this test.
+   */
   static bool is_url_valid(std::string const& url) noexcept;
 
  private:
@@ -151,7 +168,7 @@ class S3PublicEndpoint : public RemoteEndpoint {
   void setopt(CurlHandle& curl) override;
   [[nodiscard]] std::string str() const override;
   std::size_t get_file_size() override;
-  /// @brief Whether `url` is a valid http:// or https:// URL (as HttpEndpoint). Never throws.
+  /// @brief As S3Endpoint::is_url_valid(). Never throws.
   static bool is_url_valid(std::string const& url) noexcept;
 
  private:
@@ -177,9 +194,10 @@ class S3EndpointWithPresignedUrl : public RemoteEndpoint {
 };
 
 /**
- * @brief The endpoint type a URL looks like: `/webhdfs/v1/` paths -> WEBHDFS, presigned S3
- * URLs -> S3_PRESIGNED_URL, other http(s) URLs -> HTTP.
- * @throws std::invalid_argument for a URL of no supported type.
+ * @brief The endpoint type a URL looks like, in RemoteHandle::open()'s AUTO order: s3:// and
+ * AWS S3 http(s) URLs -> S3, presigned S3 URLs -> S3_PRESIGNED_URL, `/webhdfs/v1/` paths ->
+ * WEBHDFS, other http(s) URLs -> HTTP. Never S3_PUBLIC (telling it from S3 takes a request).
+ * @throws std::runtime_error for a URL of no supported type ("Unsupported endpoint URL.").
  */
 RemoteEndpointType infer_remote_endpoint_type(std::string const& url);
 
@@ -189,10 +207,17 @@ RemoteEndpointType infer_remote_endpoint_type(std::string const& url);
 class RemoteHandle {
  public:
   /**
-   * @brief Opens `url` as `type` (AUTO: inferred), which must be in `allow_list` if given.
+   * @brief Opens `url` as `type`, which must be in `allow_list`.
+   *
+   * The allow list defaults to S3, S3_PUBLIC, S3_PRESIGNED_URL, WEBHDFS, HTTP. With AUTO the
+   * allowed types are tried in the list's order and the first whose `is_url_valid()` accepts the
+   * URL is taken; an S3 endpoint is then checked with a size request, and if that (or finding
+   * credentials) fails while S3_PUBLIC is allowed, the object is opened as S3_PUBLIC instead. An
+   * explicit S3 or S3_PUBLIC also takes any http(s) URL with a path (an S3-compatible server).
    * The size is asked once, unless `nbytes` gives it.
-   * @throws std::invalid_argument for an unsupported or disallowed type or a bad URL;
-   * std::runtime_error if the size request fails.
+   * @throws std::runtime_error "Unsupported endpoint URL." if no allowed type fits (AUTO), "<type>
+   * is not in the allowlist.", "Invalid URL for <type> endpoint", or if the size request fails;
+   * std::invalid_argument for missing credentials or a bad s3:// URL.
    */
   static RemoteHandle open(std::string const& url,
                            RemoteEndpointType type = RemoteEndpointType::AUTO,

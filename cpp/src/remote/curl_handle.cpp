@@ -7,62 +7,61 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/env.hpp>
 
 namespace kvikio {
-namespace {
 
-// Easy handles keep their connections: reusing them avoids a TCP (and TLS) handshake per chunk.
-class EasyHandlePool {
- public:
-  static EasyHandlePool& instance()
-  {
-    static auto* const pool = new EasyHandlePool();  // never destroyed: used until exit
-    return *pool;
-  }
-  CURL* get()
-  {
-    {
-      std::lock_guard const lock{mutex_};
-      if (!free_.empty()) {
-        CURL* h = free_.back();
-        free_.pop_back();
-        return h;
-      }
-    }
-    CURL* h = curl_easy_init();
-    if (h == nullptr) { throw std::runtime_error("KvikIO: curl_easy_init failed"); }
-    return h;
-  }
-  void put(CURL* h) noexcept
-  {
-    curl_easy_reset(h);  // options back to defaults; connections and caches stay
-    std::lock_guard const lock{mutex_};
-    try {
-      free_.push_back(h);
-    } catch (...) {
-      curl_easy_cleanup(h);
-    }
-  }
-
- private:
-  EasyHandlePool()
-  {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-      throw std::runtime_error("KvikIO: curl_global_init failed");
-    }
-  }
-  std::mutex mutex_;
-  std::vector<CURL*> free_;
-};
-
-}  // namespace
-
-CurlHandle::CurlHandle() : handle_{EasyHandlePool::instance().get()}
+LibCurl::LibCurl()
 {
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    throw std::runtime_error("KvikIO: curl_global_init failed");
+  }
+}
+
+LibCurl& LibCurl::instance()
+{
+  static auto* const pool = new LibCurl();  // never destroyed: handles are used until exit
+  return *pool;
+}
+
+LibCurl::UniqueHandlePtr LibCurl::get_free_handle()
+{
+  std::lock_guard const lock{mutex_};
+  if (free_.empty()) { return UniqueHandlePtr{nullptr, curl_easy_cleanup}; }
+  UniqueHandlePtr handle = std::move(free_.back());
+  free_.pop_back();
+  return handle;
+}
+
+LibCurl::UniqueHandlePtr LibCurl::get_handle()
+{
+  if (auto handle = get_free_handle()) { return handle; }
+  UniqueHandlePtr handle{curl_easy_init(), curl_easy_cleanup};
+  if (!handle) { throw std::runtime_error("KvikIO: curl_easy_init failed"); }
+  return handle;
+}
+
+void LibCurl::retain_handle(UniqueHandlePtr handle)
+{
+  if (!handle) { return; }
+  curl_easy_reset(handle.get());  // options back to defaults; connections and caches stay
+  std::lock_guard const lock{mutex_};
+  free_.push_back(std::move(handle));  // on bad_alloc the handle is cleaned up instead
+}
+
+CurlHandle::CurlHandle() : CurlHandle(LibCurl::instance().get_handle(), {}, {}) {}
+
+CurlHandle::CurlHandle(LibCurl::UniqueHandlePtr handle,
+                       std::string source_file,
+                       std::string source_line)
+  : handle_{std::move(handle)},
+    source_{source_file.empty() ? std::string{} : std::move(source_file) + ":" + source_line}
+{
+  if (!handle_) { throw std::invalid_argument("CurlHandle: the easy handle is null"); }
   setopt(CURLOPT_ERRORBUFFER, error_);
   setopt(CURLOPT_NOSIGNAL, 1L);
   setopt(CURLOPT_FOLLOWLOCATION, 1L);
@@ -80,7 +79,11 @@ CurlHandle::CurlHandle() : handle_{EasyHandlePool::instance().get()}
 
 CurlHandle::~CurlHandle() noexcept
 {
-  EasyHandlePool::instance().put(handle_);  // resets the options first: the list is unused now
+  try {
+    // Resets the options first, so the header list is unused once it is freed.
+    LibCurl::instance().retain_handle(std::move(handle_));
+  } catch (...) {  // cannot pool it (out of memory): handle_'s deleter frees it
+  }
   curl_slist_free_all(headers_);
 }
 
@@ -92,16 +95,26 @@ void CurlHandle::append_header(std::string const& header)
   setopt(CURLOPT_HTTPHEADER, headers_);
 }
 
-CURLcode CurlHandle::perform() noexcept
+CURLcode CurlHandle::try_perform() noexcept
 {
   error_[0] = '\0';
-  return curl_easy_perform(handle_);
+  return curl_easy_perform(handle_.get());
+}
+
+void CurlHandle::perform()
+{
+  CURLcode const code = try_perform();
+  if (code != CURLE_OK) {
+    throw std::runtime_error(
+      "curl_easy_perform() error (" + error_message(code) + ")" +
+      (source_.empty() ? std::string{} : " [KvikIO: handle of " + source_ + "]"));
+  }
 }
 
 long CurlHandle::status() const noexcept
 {
   long code = 0;
-  curl_easy_getinfo(handle_, CURLINFO_RESPONSE_CODE, &code);
+  curl_easy_getinfo(handle_.get(), CURLINFO_RESPONSE_CODE, &code);
   return code;
 }
 

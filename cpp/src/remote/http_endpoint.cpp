@@ -50,7 +50,7 @@ std::size_t head_content_length(RemoteEndpoint& endpoint)
   CurlHandle curl;
   endpoint.setopt(curl);
   curl.setopt(CURLOPT_NOBODY, 1L);
-  CURLcode const r = curl.perform();
+  CURLcode const r = curl.try_perform();
   KVIKIO_EXPECT(r == CURLE_OK,
                 "KvikIO: size request to " + endpoint.str() + " failed: " + curl.error_message(r),
                 std::runtime_error);
@@ -67,16 +67,28 @@ std::size_t head_content_length(RemoteEndpoint& endpoint)
     std::runtime_error);
   return static_cast<std::size_t>(length);
 }
+bool is_url_valid_for(RemoteEndpointType type, std::string const& url) noexcept
+{
+  switch (type) {
+    case RemoteEndpointType::S3: return S3Endpoint::is_url_valid(url);
+    case RemoteEndpointType::S3_PUBLIC: return S3PublicEndpoint::is_url_valid(url);
+    case RemoteEndpointType::S3_PRESIGNED_URL: return S3EndpointWithPresignedUrl::is_url_valid(url);
+    case RemoteEndpointType::WEBHDFS: return WebHdfsEndpoint::is_url_valid(url);
+    case RemoteEndpointType::HTTP: return HttpEndpoint::is_url_valid(url);
+    default: return false;
+  }
+}
+
 }  // namespace detail
 
 RemoteEndpointType infer_remote_endpoint_type(std::string const& url)
 {
-  if (url.rfind("s3://", 0) == 0) { return RemoteEndpointType::S3; }
-  if (WebHdfsEndpoint::is_url_valid(url)) { return RemoteEndpointType::WEBHDFS; }
-  if (S3EndpointWithPresignedUrl::is_url_valid(url)) {
-    return RemoteEndpointType::S3_PRESIGNED_URL;
+  for (auto const type : {RemoteEndpointType::S3,
+                          RemoteEndpointType::S3_PRESIGNED_URL,
+                          RemoteEndpointType::WEBHDFS,
+                          RemoteEndpointType::HTTP}) {
+    if (detail::is_url_valid_for(type, url)) { return type; }
   }
-  if (HttpEndpoint::is_url_valid(url)) { return RemoteEndpointType::HTTP; }
   // Upstream's errors: libcurl's for text that is not a URL ("Bad scheme"), then its own.
   (void)detail::UrlParser::parse(url, CURLU_NON_SUPPORT_SCHEME);
   KVIKIO_FAIL("Unsupported endpoint URL. \"" + url +

@@ -85,7 +85,7 @@ std::size_t S3EndpointWithPresignedUrl::get_file_size()
   std::string body;
   curl.setopt(CURLOPT_WRITEFUNCTION, &keep_body_start);
   curl.setopt(CURLOPT_WRITEDATA, static_cast<void*>(&body));
-  CURLcode const r = curl.perform();
+  CURLcode const r = curl.try_perform();
   KVIKIO_EXPECT(r == CURLE_OK,
                 "KvikIO: size request to " + str() + " failed: " + curl.error_message(r),
                 std::runtime_error);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include <kvikio/detail/nvtx.hpp>
+#include <kvikio/detail/url.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/hdfs.hpp>
 #include <kvikio/parallel_operation.hpp>
@@ -60,7 +61,7 @@ void get_range(RemoteEndpoint& endpoint,
   while (true) {
     CurlHandle curl;
     request.prepare(curl);
-    CURLcode const code    = curl.perform();
+    CURLcode const code    = curl.try_perform();
     auto const retry_after = request.outcome(curl, code);
     if (!retry_after) {
       sink.finish();
@@ -77,48 +78,81 @@ RemoteHandle RemoteHandle::open(std::string const& url,
                                 std::optional<std::vector<RemoteEndpointType>> allow_list,
                                 std::optional<std::size_t> nbytes)
 {
-  bool const inferred = type == RemoteEndpointType::AUTO;
-  if (inferred) { type = infer_remote_endpoint_type(url); }
-  if (allow_list) {
-    // Upstream's wording: an inferred type outside the list is an unsupported URL.
-    KVIKIO_EXPECT(std::find(allow_list->begin(), allow_list->end(), type) != allow_list->end(),
-                  inferred ? "Unsupported endpoint URL. " + url + " is a " + type_name(type) +
-                               " URL, which the allow list does not hold"
-                           : type_name(type) + " is not in the allowlist. (" + url + ")",
-                  std::runtime_error);
-  }
-  if (!inferred) {
-    bool const valid = [&] {
-      switch (type) {
-        case RemoteEndpointType::HTTP: return HttpEndpoint::is_url_valid(url);
-        case RemoteEndpointType::S3_PRESIGNED_URL:
-          return S3EndpointWithPresignedUrl::is_url_valid(url);
-        case RemoteEndpointType::WEBHDFS: return WebHdfsEndpoint::is_url_valid(url);
-        case RemoteEndpointType::S3: return S3Endpoint::is_url_valid(url);
-        case RemoteEndpointType::S3_PUBLIC: return S3PublicEndpoint::is_url_valid(url);
-        default: return true;
+  std::vector<RemoteEndpointType> const allowed =
+    allow_list ? std::move(*allow_list)
+               : std::vector<RemoteEndpointType>{RemoteEndpointType::S3,
+                                                 RemoteEndpointType::S3_PUBLIC,
+                                                 RemoteEndpointType::S3_PRESIGNED_URL,
+                                                 RemoteEndpointType::WEBHDFS,
+                                                 RemoteEndpointType::HTTP};
+  auto const is_allowed = [&](RemoteEndpointType t) {
+    return std::find(allowed.begin(), allowed.end(), t) != allowed.end();
+  };
+  auto const make = [&](RemoteEndpointType t) -> std::unique_ptr<RemoteEndpoint> {
+    bool const s3_scheme = url.rfind("s3://", 0) == 0;
+    switch (t) {
+      case RemoteEndpointType::HTTP: return std::make_unique<HttpEndpoint>(url);
+      case RemoteEndpointType::S3_PRESIGNED_URL:
+        return std::make_unique<S3EndpointWithPresignedUrl>(url);
+      case RemoteEndpointType::WEBHDFS: return std::make_unique<WebHdfsEndpoint>(url);
+      case RemoteEndpointType::S3:
+        return s3_scheme ? std::make_unique<S3Endpoint>(S3Endpoint::parse_s3_url(url))
+                         : std::make_unique<S3Endpoint>(url);
+      case RemoteEndpointType::S3_PUBLIC: {
+        if (!s3_scheme) { return std::make_unique<S3PublicEndpoint>(url); }
+        auto [bucket, object] = S3Endpoint::parse_s3_url(url);
+        return std::make_unique<S3PublicEndpoint>(
+          S3Endpoint::url_from_bucket_and_object(std::move(bucket), std::move(object)));
       }
-    }();
+      default:
+        throw std::invalid_argument("RemoteHandle::open: endpoint type " + type_name(t) +
+                                    " cannot be opened");
+    }
+  };
+
+  std::unique_ptr<RemoteEndpoint> endpoint;
+  if (type == RemoteEndpointType::AUTO) {
+    for (auto const candidate : allowed) {
+      if (!detail::is_url_valid_for(candidate, url)) { continue; }
+      if (candidate != RemoteEndpointType::S3) {
+        endpoint = make(candidate);
+        break;
+      }
+      // Signed S3 must work (credentials found, the size request answered); otherwise the object
+      // may be public.
+      try {
+        endpoint        = make(candidate);
+        auto const size = endpoint->get_file_size();
+        if (!nbytes) { nbytes = size; }
+      } catch (...) {
+        if (!is_allowed(RemoteEndpointType::S3_PUBLIC)) { throw; }
+        endpoint = make(RemoteEndpointType::S3_PUBLIC);
+      }
+      break;
+    }
+    if (endpoint == nullptr) {
+      std::string names;
+      for (auto const t : allowed) {
+        names += (names.empty() ? "" : ", ") + type_name(t);
+      }
+      // Upstream's errors: libcurl's for text that is not a URL ("Bad scheme"), then its own.
+      (void)detail::UrlParser::parse(url, CURLU_NON_SUPPORT_SCHEME);
+      KVIKIO_FAIL(
+        "Unsupported endpoint URL. \"" + url + "\" fits none of the allowed types (" + names + ")",
+        std::runtime_error);
+    }
+  } else {
+    KVIKIO_EXPECT(is_allowed(type),
+                  upstream_type_name(type) + " is not in the allowlist. (" + url + ")",
+                  std::runtime_error);
+    // S3-compatible servers (MinIO, s3rver) are not on amazonaws.com: explicit S3 takes them.
+    bool const valid = detail::is_url_valid_for(type, url) ||
+                       ((type == RemoteEndpointType::S3 || type == RemoteEndpointType::S3_PUBLIC) &&
+                        HttpEndpoint::is_url_valid(url));
     KVIKIO_EXPECT(valid,
                   "Invalid URL for " + upstream_type_name(type) + " endpoint: \"" + url + "\"",
                   std::runtime_error);
-  }
-  std::unique_ptr<RemoteEndpoint> endpoint;
-  switch (type) {
-    case RemoteEndpointType::HTTP: endpoint = std::make_unique<HttpEndpoint>(url); break;
-    case RemoteEndpointType::S3_PRESIGNED_URL:
-      endpoint = std::make_unique<S3EndpointWithPresignedUrl>(url);
-      break;
-    case RemoteEndpointType::WEBHDFS: endpoint = std::make_unique<WebHdfsEndpoint>(url); break;
-    case RemoteEndpointType::S3:
-      endpoint = url.rfind("s3://", 0) == 0
-                   ? std::make_unique<S3Endpoint>(S3Endpoint::parse_s3_url(url))
-                   : std::make_unique<S3Endpoint>(url);
-      break;
-    case RemoteEndpointType::S3_PUBLIC: endpoint = std::make_unique<S3PublicEndpoint>(url); break;
-    default:
-      throw std::invalid_argument("RemoteHandle::open: endpoint type " + type_name(type) +
-                                  " cannot be opened");
+    endpoint = make(type);
   }
   return nbytes ? RemoteHandle{std::move(endpoint), *nbytes} : RemoteHandle{std::move(endpoint)};
 }

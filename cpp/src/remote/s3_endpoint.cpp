@@ -1,8 +1,10 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
+#include <cctype>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <kvikio/detail/env.hpp>
 #include <kvikio/detail/url.hpp>
@@ -105,8 +107,7 @@ bool S3Endpoint::is_url_valid(std::string const& url) noexcept
       (void)parse_s3_url(url);
       return true;
     }
-    auto const parsed = detail::parse_url(url);
-    return (parsed.scheme == "http" || parsed.scheme == "https") && parsed.path.size() > 1;
+    return detail::is_aws_s3_http_url(url) && !S3EndpointWithPresignedUrl::is_url_valid(url);
   } catch (...) {
     return false;
   }
@@ -143,7 +144,49 @@ std::size_t S3PublicEndpoint::get_file_size() { return detail::head_content_leng
 
 bool S3PublicEndpoint::is_url_valid(std::string const& url) noexcept
 {
-  return HttpEndpoint::is_url_valid(url);
+  return S3Endpoint::is_url_valid(url);
 }
+
+namespace detail {
+
+bool is_aws_s3_http_url(std::string const& url) noexcept
+{
+  try {
+    auto const parsed = parse_url(url);
+    if (parsed.scheme != "http" && parsed.scheme != "https") { return false; }
+    std::string host = parsed.host;
+    for (auto& c : host) {
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    std::string_view const suffix = ".amazonaws.com";
+    if (host.size() <= suffix.size() ||
+        host.compare(host.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      return false;
+    }
+    // What precedes ".amazonaws.com": "s3", "s3.<region>" or "s3-<region>" (path style:
+    // /<bucket>/<key>), or "<bucket>." and one of those (virtual-host style: /<key>).
+    std::string_view const service{host.data(), host.size() - suffix.size()};
+    auto const is_s3_service = [](std::string_view name) {
+      if (name == "s3") { return true; }
+      if (name.size() < 4 || name.substr(0, 2) != "s3" || (name[2] != '.' && name[2] != '-')) {
+        return false;
+      }
+      return name.find('.', 3) == std::string_view::npos;  // one region label
+    };
+    std::string_view const path = parsed.path;
+    if (is_s3_service(service)) {  // path style
+      auto const slash = path.find('/', 1);
+      return path.size() > 1 && slash != std::string_view::npos && slash > 1 &&
+             slash + 1 < path.size();
+    }
+    auto const dot = service.find(".s3");
+    return dot != std::string_view::npos && dot > 0 && is_s3_service(service.substr(dot + 1)) &&
+           path.size() > 1;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace detail
 
 }  // namespace kvikio

@@ -115,7 +115,7 @@ std::size_t WebHdfsEndpoint::get_file_size()
   std::string body;
   curl.setopt(CURLOPT_WRITEFUNCTION, &collect);
   curl.setopt(CURLOPT_WRITEDATA, static_cast<void*>(&body));
-  CURLcode const r = curl.perform();
+  CURLcode const r = curl.try_perform();
   KVIKIO_EXPECT(r == CURLE_OK,
                 "KvikIO: GETFILESTATUS of " + base_ + " failed: " + curl.error_message(r),
                 std::runtime_error);

@@ -5,44 +5,101 @@
 
 /**
  * @file detail/curl.hpp
- * @brief A libcurl easy handle borrowed from a process-wide pool.
+ * @brief libcurl easy handles: the process-wide pool (`kvikio::LibCurl`) and a handle borrowed
+ * from it (`kvikio::CurlHandle`), under upstream's names.
  */
 
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include <curl/curl.h>
 
 namespace kvikio {
 
 /**
- * @brief An easy handle, reset to defaults, returned to the pool when destroyed.
- * Every setopt() and perform() is checked; errors name the option or the URL.
+ * @brief The process-wide pool of libcurl easy handles.
+ *
+ * A handle keeps its connections while pooled, so reusing it avoids a TCP (and TLS) handshake per
+ * request. Creating the pool calls `curl_global_init`. The pool lives until the process exits.
+ */
+class LibCurl {
+ public:
+  /// @brief An easy handle that `curl_easy_cleanup` frees unless it is retained in the pool.
+  using UniqueHandlePtr = std::unique_ptr<CURL, std::function<decltype(curl_easy_cleanup)>>;
+
+  /// @throws std::runtime_error if `curl_global_init` fails (on first use).
+  static LibCurl& instance();
+
+  /// @brief A pooled handle, or an empty pointer if none is free.
+  UniqueHandlePtr get_free_handle();
+
+  /**
+   * @brief A pooled handle, or a new one if none is free.
+   * @throws std::runtime_error if `curl_easy_init` fails.
+   */
+  UniqueHandlePtr get_handle();
+
+  /// @brief Resets `handle`'s options to their defaults and keeps it (and its connections).
+  void retain_handle(UniqueHandlePtr handle);
+
+  LibCurl(LibCurl const&)            = delete;
+  LibCurl& operator=(LibCurl const&) = delete;
+
+ private:
+  LibCurl();
+  ~LibCurl() noexcept = default;
+  std::mutex mutex_;
+  std::vector<UniqueHandlePtr> free_;
+};
+
+/**
+ * @brief An easy handle borrowed from `LibCurl`, set up for KvikIO (error buffer, no signals,
+ * redirects followed, `KVIKIO_HTTP_TIMEOUT`, CA bundle from the environment) and returned to the
+ * pool when destroyed. Every setopt(), getinfo() and perform() is checked.
  */
 class CurlHandle {
  public:
+  /// @brief Borrows a handle from `LibCurl::instance()`.
   CurlHandle();
+  /**
+   * @brief Takes `handle` (upstream's constructor; `create_curl_handle()` calls it).
+   *
+   * @param handle An easy handle, usually `LibCurl::instance().get_handle()`.
+   * @param source_file, source_line Where it was created, named in perform()'s errors.
+   */
+  CurlHandle(LibCurl::UniqueHandlePtr handle, std::string source_file, std::string source_line);
   ~CurlHandle() noexcept;
   CurlHandle(CurlHandle const&)            = delete;
   CurlHandle& operator=(CurlHandle const&) = delete;
+  CurlHandle(CurlHandle&&)                 = delete;
+  CurlHandle& operator=(CurlHandle&&)      = delete;
 
-  /// @throws std::runtime_error naming the option if libcurl refuses it.
+  /// @throws std::runtime_error "curl_easy_setopt() error (...)" naming the option.
   template <typename T>
   void setopt(CURLoption option, T value)
   {
-    check_setopt(curl_easy_setopt(handle_, option, value), option);
+    check_setopt(curl_easy_setopt(handle_.get(), option, value), option);
   }
 
   /// @brief Adds a request header ("Name: value"), kept alive until the handle is returned.
   void append_header(std::string const& header);
 
+  /**
+   * @brief Runs the transfer, as upstream's does.
+   * @throws std::runtime_error "curl_easy_perform() error (...)" with libcurl's message.
+   */
+  void perform();
   /// @brief Runs the transfer; returns libcurl's result (the message is in error_message()).
-  CURLcode perform() noexcept;
+  CURLcode try_perform() noexcept;
   /// @brief The HTTP status of the last transfer (0 if none).
   [[nodiscard]] long status() const noexcept;
   [[nodiscard]] std::string error_message(CURLcode code) const;
-  [[nodiscard]] CURL* get() const noexcept { return handle_; }
+  [[nodiscard]] CURL* get() const noexcept { return handle_.get(); }
   /// @brief The libcurl easy handle, by upstream's name.
-  [[nodiscard]] CURL* handle() noexcept { return handle_; }
+  [[nodiscard]] CURL* handle() noexcept { return handle_.get(); }
 
   /**
    * @brief `curl_easy_getinfo(info, output)`.
@@ -51,13 +108,14 @@ class CurlHandle {
   template <typename T>
   void getinfo(CURLINFO info, T* output)
   {
-    check_getinfo(curl_easy_getinfo(handle_, info, output));
+    check_getinfo(curl_easy_getinfo(handle_.get(), info, output));
   }
 
  private:
   void check_setopt(CURLcode code, CURLoption option) const;
   static void check_getinfo(CURLcode code);
-  CURL* handle_;
+  LibCurl::UniqueHandlePtr handle_;
+  std::string source_;  // "file:line" of its creation, or empty
   curl_slist* headers_{nullptr};
   char error_[CURL_ERROR_SIZE]{};
 };

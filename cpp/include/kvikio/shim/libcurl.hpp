@@ -5,11 +5,16 @@
 
 /**
  * @file shim/libcurl.hpp
- * @brief libcurl easy handles for remote endpoints: kvikio::CurlHandle, and upstream's
- * `create_curl_handle()`.
+ * @brief libcurl easy handles for remote endpoints: kvikio::LibCurl, kvikio::CurlHandle, and
+ * upstream's `create_curl_handle()`.
  */
+
+#include <string>
 
 #include <kvikio/detail/curl.hpp>
 
-/// @brief A pooled easy handle (`auto curl = create_curl_handle();`), as upstream spells it.
-#define create_curl_handle() kvikio::CurlHandle()
+/// @brief A pooled easy handle that knows where it was created (`auto curl =
+/// create_curl_handle();`), as upstream spells it.
+#define create_curl_handle() \
+  kvikio::CurlHandle(        \
+    kvikio::LibCurl::instance().get_handle(), std::string{__FILE__}, std::to_string(__LINE__))
