@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <stdexcept>
@@ -74,6 +75,22 @@ TEST(ThreadPool, DetachedTasksRunAndAreCounted)
   pool.wait();
   EXPECT_EQ(ran.load(), 2);  // the failing task did not stop the one after it
   EXPECT_EQ(pool.get_tasks_total(), 0U);
+}
+
+TEST(ThreadPool, DetachedTaskMayBeMoveOnly)
+{
+  ThreadPool pool{2};
+  auto value  = std::make_unique<int>(41);
+  int* seen   = nullptr;
+  int result  = 0;
+  auto* where = value.get();
+  pool.detach_task([v = std::move(value), &seen, &result]() mutable {
+    seen   = v.get();
+    result = ++*v;
+  });
+  pool.wait();
+  EXPECT_EQ(seen, where);  // the task's own unique_ptr, moved in, not a copy
+  EXPECT_EQ(result, 42);
 }
 
 TEST(ThreadPool, SingleThreadRunsInSubmissionOrder)

@@ -53,10 +53,16 @@ class ThreadPool {
   }
 
   /**
-   * @brief Queues `task` without a future (`BS::thread_pool`'s call); an exception it throws is
-   * logged, not propagated.
+   * @brief Queues `task` (any callable, move-only ones too) without a future
+   * (`BS::thread_pool`'s call); an exception it throws is logged, not propagated.
    */
-  void detach_task(std::function<void()> task);
+  template <typename F>
+  void detach_task(F&& task)
+  {
+    // std::function needs a copyable target: a shared holder makes any callable one.
+    auto held = std::make_shared<std::decay_t<F>>(std::forward<F>(task));
+    detach_job([held] { (*held)(); });
+  }
 
   /// @brief Number of worker threads.
   [[nodiscard]] unsigned int get_thread_count() const noexcept;
@@ -86,6 +92,7 @@ class ThreadPool {
 
  private:
   void enqueue(std::function<void()> job);
+  void detach_job(std::function<void()> job);
   void start(unsigned int nthreads);
   void stop_and_join();
   void worker_loop();

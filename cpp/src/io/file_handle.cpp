@@ -420,6 +420,8 @@ void FileHandle::async_transfer(Direction dir,
   bool const reading     = dir == Direction::read;
   char const* const what = reading ? "FileHandle::read_async" : "FileHandle::write_async";
   check_allowed(dir);
+  // As upstream: compat mode OFF promises cuFile, so without its stream API this is an error.
+  compat_.validate_compat_mode_for_async();
   KVIKIO_EXPECT(size_p != nullptr && file_offset_p != nullptr && devPtr_offset_p != nullptr &&
                   bytes_p != nullptr,
                 std::string{what} + ": null argument pointer",

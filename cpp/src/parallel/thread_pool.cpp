@@ -58,11 +58,11 @@ void ThreadPool::wait()
   idle_.wait(lock, [this] { return jobs_.empty() && running_ == 0; });
 }
 
-void ThreadPool::detach_task(std::function<void()> task)
+void ThreadPool::detach_job(std::function<void()> job)
 {
-  enqueue([task = std::move(task)] {
+  enqueue([job = std::move(job)] {
     try {
-      task();
+      job();
     } catch (std::exception const& e) {
       KVIKIO_LOG_ERROR("a detached task of the thread pool failed: ", e.what());
     } catch (...) {

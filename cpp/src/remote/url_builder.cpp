@@ -181,7 +181,9 @@ std::string UrlEncoder::encode_path(std::string_view path, std::string_view char
   out.reserve(path.size());
   for (char c : path) {
     auto const byte = static_cast<unsigned char>(c);
-    if (byte > 0x7F || chars_to_encode.find(c) != std::string_view::npos) {
+    // Bytes not in the set pass through, UTF-8 included, as upstream's do. (Upstream drops a
+    // non-ASCII byte that is in the set; it is encoded here, as dropping it changes the path.)
+    if (chars_to_encode.find(c) != std::string_view::npos) {
       out += '%';
       out += hex[byte >> 4];
       out += hex[byte & 0xF];

@@ -170,7 +170,7 @@ class UrlBuilder {
 /// @brief Percent-encoding of URL paths.
 class UrlEncoder {
  public:
-  /// @brief Characters AWS S3 requires encoded in object keys (besides those above 0x7F).
+  /// @brief Characters AWS S3 requires encoded in object keys.
   static constexpr char aws_special_chars[] = {
     '!',    '*',    '\'',   '(',    ')',    '&',    '$',    '@',    '=',    ';',    ':',    '+',
     ' ',    ',',    '?',    '\x00', '\x01', '\x02', '\x03', '\x04', '\x05', '\x06', '\x07', '\x08',
@@ -178,8 +178,8 @@ class UrlEncoder {
     '\x15', '\x16', '\x17', '\x18', '\x19', '\x1A', '\x1B', '\x1C', '\x1D', '\x1E', '\x1F', '\x7F'};
 
   /**
-   * @brief `path` with each character of `chars_to_encode`, and each byte above 0x7F,
-   * replaced by `%XX` (upper-case hex).
+   * @brief `path` with each byte of `chars_to_encode` replaced by `%XX` (upper-case hex); other
+   * bytes (UTF-8 included) pass through unchanged.
    */
   static std::string encode_path(std::string_view path,
                                  std::string_view chars_to_encode = std::string_view{
