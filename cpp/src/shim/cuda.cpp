@@ -83,9 +83,9 @@ cudaAPI& cudaAPI::instance()
 }
 
 CUresult cudaAPI::cuda_memcpy_async(CUdeviceptr dst,
-                                     CUdeviceptr src,
-                                     std::size_t size,
-                                     CUstream stream)
+                                    CUdeviceptr src,
+                                    std::size_t size,
+                                    CUstream stream)
 {
   auto const& api = instance();
   if (api.MemcpyBatchAsync != nullptr && api.driver_version >= 12080 && stream != nullptr) {

@@ -39,11 +39,8 @@ CUevent_st* find_event(CUevent event, char const* entry, CUresult& result)
 
 // An asynchronous copy, with the driver's handling of pageable host memory.
 // A copy between two resolved operands, as the driver orders it.
-CUresult enqueue_copy(char const* entry,
-                      CUstream stream,
-                      cudasim::Operand d,
-                      cudasim::Operand s,
-                      std::size_t n)
+CUresult enqueue_copy(
+  char const* entry, CUstream stream, cudasim::Operand d, cudasim::Operand s, std::size_t n)
 {
   // A pageable source is staged at the call and the call returns; a pageable destination makes
   // the call wait for the copy (the driver "might be synchronous": we always are).
