@@ -19,36 +19,13 @@ bench=$root/build/release/cpp/benchmarks/kvikio_bench
 work=$(mktemp -d)
 status=0
 
-nginx_bin=/usr/sbin/nginx
-if [[ ! -x $nginx_bin ]]; then
-  dpkg -x "$root"/.device-run/nginx_*.deb "$work/ngx"
-  nginx_bin=$work/ngx/usr/sbin/nginx
-fi
-mkdir -p "$work/www" "$work/tmp"
+# shellcheck source=ci/loopback-nginx.sh
+source "$root/ci/loopback-nginx.sh"
+mkdir -p "$work/www"
 head -c $((2 << 30)) /dev/urandom >"$work/www/obj.bin"
 head -c $((128 << 20)) /dev/urandom >"$work/www/small.bin"
 cat "$work/www/obj.bin" "$work/www/small.bin" >/dev/null  # into the page cache
-cat >"$work/nginx.conf" <<EOF
-$( [[ $(id -u) == 0 ]] && echo "user root;" )
-daemon off;
-worker_processes 8;
-pid $work/nginx.pid;
-error_log $work/error.log;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  sendfile on;
-  keepalive_requests 100000;
-  client_body_temp_path $work/tmp;
-  proxy_temp_path $work/tmp;
-  fastcgi_temp_path $work/tmp;
-  uwsgi_temp_path $work/tmp;
-  scgi_temp_path $work/tmp;
-  server { listen 127.0.0.1:18080; root $work/www; }
-}
-EOF
-"$nginx_bin" -c "$work/nginx.conf" -p "$work" &
-nginx_pid=$!
+start_loopback_nginx "$work" 18080
 python3 "$root/cpp/benchmarks/latency_server.py" 18081 "$work/www" 0 >/dev/null &
 fast_pid=$!
 python3 "$root/cpp/benchmarks/latency_server.py" 18082 "$work/www" 50 >/dev/null &

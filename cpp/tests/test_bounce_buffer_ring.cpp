@@ -281,6 +281,8 @@ TEST_F(OnDevice, InjectedRingFailureLeavesPoolsWhole)
   kvikio::defaults::set_bounce_buffer_size(bounce);
   kvikio::defaults::set_num_bounce_buffers(4);  // 16 KiB slots: a 1 MiB read is 64 chunks
   kvikio::defaults::set_thread_pool_nthreads(1);
+  // The ring's path: POSIX reads (the default, auto, reads through io_uring's own staging).
+  kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
   kvikio::test::TempDir dir;
   auto const path     = dir.file("f");
   std::size_t const n = 1 << 20;

@@ -76,7 +76,7 @@ TEST_F(Defaults, DocumentedDefaults)
   EXPECT_FALSE(defaults::auto_direct_io_read_overread());
   EXPECT_TRUE(defaults::auto_direct_io_write());
   EXPECT_FALSE(defaults::thread_pool_per_block_device());
-  EXPECT_EQ(defaults::local_io_backend(), kvikio::LocalIOBackend::POSIX);
+  EXPECT_EQ(defaults::local_io_backend(), kvikio::LocalIOBackend::AUTO);
   EXPECT_EQ(defaults::remote_backend(), kvikio::RemoteBackendType::LIBCURL_EASY);
   EXPECT_EQ(defaults::remote_max_connections(), 8U);
   EXPECT_EQ(defaults::remote_io_num_reactors(), 1U);
@@ -106,6 +106,8 @@ TEST_F(Defaults, SettersRoundTrip)
     defaults::thread_pool_per_block_device, defaults::set_thread_pool_per_block_device, true);
   expect_round_trip(
     defaults::local_io_backend, defaults::set_local_io_backend, kvikio::LocalIOBackend::IO_URING);
+  expect_round_trip(
+    defaults::local_io_backend, defaults::set_local_io_backend, kvikio::LocalIOBackend::POSIX);
   expect_round_trip(defaults::remote_backend,
                     defaults::set_remote_backend,
                     kvikio::RemoteBackendType::LIBCURL_MULTI_POLL);

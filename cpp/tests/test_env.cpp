@@ -37,7 +37,7 @@ std::string show(T const& value)
             : value == kvikio::CompatMode::OFF ? "OFF"
                                                : "AUTO");
   } else if constexpr (std::is_same_v<T, kvikio::LocalIOBackend>) {
-    out << (value == kvikio::LocalIOBackend::POSIX ? "posix" : "io_uring");
+    out << kvikio::detail::local_io_backend_name(value);
   } else if constexpr (std::is_same_v<T, kvikio::RemoteBackendType>) {
     out << (value == kvikio::RemoteBackendType::LIBCURL_EASY ? "LIBCURL_EASY"
                                                              : "LIBCURL_MULTI_POLL");
@@ -95,7 +95,7 @@ std::vector<Row> const rows{
    "true",
    "true",
    "t"},
-  {"KVIKIO_LOCAL_IO_BACKEND", FIELD(local_io_backend), "posix", "IO_URING", "io_uring", "aio"},
+  {"KVIKIO_LOCAL_IO_BACKEND", FIELD(local_io_backend), "auto", "Posix", "posix", "aio"},
   {"KVIKIO_REMOTE_BACKEND",
    FIELD(remote_backend),
    "LIBCURL_EASY",

@@ -13,6 +13,11 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/io_uring.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -22,6 +27,8 @@
 #include <filesystem>
 #include <fstream>
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +36,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -40,6 +48,7 @@
 #include <kvikio/file_handle.hpp>
 #include <kvikio/utils.hpp>
 
+#include "common/child_process.hpp"
 #include "common/device.hpp"
 #include "common/temp_dir.hpp"
 
@@ -473,6 +482,101 @@ TEST_F(IoUring, WritePastTheFileSizeLimitIsEFBIG)
   ASSERT_EQ(::pread(fd_, back.data(), back.size(), 0), static_cast<ssize_t>(back.size()));
   EXPECT_EQ(0, std::memcmp(back.data(), content_.data(), back.size()))
     << "the bytes below the limit were not written";
+}
+
+// The default backend (`auto`) where the kernel refuses io_uring, as seccomp does in many
+// containers: a child process answers io_uring_setup with EPERM or ENOSYS (a seccomp filter of
+// its own), then reads and writes a file through FileHandle. It must read the file's bytes
+// through POSIX and say once, at the info level, why.
+TEST(IoUringFallback, AutoUsesPosixWhereSeccompRefusesIoUring)
+{
+  for (auto const& [err, text] : {std::pair{EPERM, "Operation not permitted"},
+                                  std::pair{ENOSYS, "Function not implemented"}}) {
+    kvikio::test::TempDir dir;
+    auto const content = pattern((3 << 20) + 4097, 23);
+    {
+      std::ofstream out{dir.file("data"), std::ios::binary};
+      out.write(reinterpret_cast<char const*>(content.data()),
+                static_cast<std::streamsize>(content.size()));
+    }
+    int const status =
+      kvikio::test::run_child_test("IoUringFallback.DISABLED_Child",
+                                   {"KVIKIO_TEST_SECCOMP_ERRNO=" + std::to_string(err),
+                                    "KVIKIO_TEST_FILE=" + dir.file("data"),
+                                    "KVIKIO_LOCAL_IO_BACKEND=auto",
+                                    "KVIKIO_LOG_LEVEL=INFO",
+                                    "KVIKIO_LOG_FILE=" + dir.file("log")});
+    EXPECT_EQ(status, 0) << "the child failed (errno " << err << ")";
+    std::ifstream log{dir.file("log")};
+    std::size_t lines = 0;
+    for (std::string line; std::getline(log, line);) {
+      if (line.find("io_uring is unavailable") == std::string::npos) { continue; }
+      ++lines;
+      EXPECT_NE(line.find("local I/O uses posix: io_uring is unavailable here (io_uring_setup: " +
+                          std::string{text} + ")"),
+                std::string::npos)
+        << line;
+      EXPECT_NE(line.find(" info "), std::string::npos) << line;  // not a warning
+    }
+    EXPECT_EQ(lines, 1U) << "one line, for errno " << err;
+  }
+}
+
+TEST(IoUringFallback, DISABLED_Child)
+{
+  char const* const err_text = std::getenv("KVIKIO_TEST_SECCOMP_ERRNO");
+  char const* const path     = std::getenv("KVIKIO_TEST_FILE");
+  ASSERT_TRUE(err_text != nullptr && path != nullptr) << "run by its parent test only";
+  int const err = std::atoi(err_text);
+#if defined(__x86_64__)
+  constexpr std::uint32_t arch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+  constexpr std::uint32_t arch = AUDIT_ARCH_AARCH64;
+#endif
+  // io_uring_setup answers `err`; every other call is let through.
+  sock_filter filter[] = {
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K,
+             SECCOMP_RET_ERRNO | (static_cast<std::uint32_t>(err) & SECCOMP_RET_DATA)),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog program{static_cast<unsigned short>(sizeof(filter) / sizeof(filter[0])), filter};
+  ASSERT_EQ(::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0) << std::strerror(errno);
+  // Every thread of the process, including any the runtime started already.
+  ASSERT_EQ(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program), 0)
+    << std::strerror(errno);
+  io_uring_params params{};
+  errno = 0;
+  EXPECT_EQ(::syscall(__NR_io_uring_setup, 4, &params), -1);
+  ASSERT_EQ(errno, err) << "the filter is not in place";
+
+  EXPECT_EQ(kvikio::defaults::local_io_backend(), kvikio::LocalIOBackend::AUTO);
+  kvikio::defaults::set_thread_pool_nthreads(4);
+  kvikio::FileHandle f{path, "r+"};
+  std::size_t const size = f.nbytes();
+  std::vector<std::uint8_t> expected(size);
+  {
+    std::ifstream in{path, std::ios::binary};
+    in.read(reinterpret_cast<char*>(expected.data()), static_cast<std::streamsize>(size));
+  }
+  std::vector<std::uint8_t> back(size + 2 * guard, poison);
+  EXPECT_EQ(f.pread(back.data() + guard, size, 0, 1 << 20).get(), size);
+  EXPECT_EQ(0, std::memcmp(back.data() + guard, expected.data(), size));
+  for (std::size_t i = 0; i < guard; ++i) {
+    ASSERT_EQ(back[i], poison);
+    ASSERT_EQ(back[guard + size + i], poison);
+  }
+  EXPECT_FALSE(kvikio::detail::io_uring_usable());
+  // Writes go through POSIX under auto in any case: they land.
+  auto const fresh = pattern(5000, 29);
+  EXPECT_EQ(f.pwrite(fresh.data(), fresh.size(), 1234).get(), fresh.size());
+  std::vector<std::uint8_t> check(fresh.size(), poison);
+  EXPECT_EQ(f.pread(check.data(), check.size(), 1234).get(), check.size());
+  EXPECT_EQ(check, fresh);
 }
 
 }  // namespace

@@ -65,9 +65,7 @@ void print_environment()
             << "  bounce_buffer_size   " << defaults::bounce_buffer_size() << "\n"
             << "  num_bounce_buffers   " << defaults::num_bounce_buffers() << "\n"
             << "  local_io_backend     "
-            << (defaults::local_io_backend() == kvikio::LocalIOBackend::POSIX ? "posix"
-                                                                              : "io_uring")
-            << "\n"
+            << kvikio::detail::local_io_backend_name(defaults::local_io_backend()) << "\n"
             << "  remote_backend       "
             << (defaults::remote_backend() == kvikio::RemoteBackendType::LIBCURL_EASY
                   ? "LIBCURL_EASY"

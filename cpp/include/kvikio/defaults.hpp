@@ -30,7 +30,8 @@ namespace kvikio {
 /// @brief Backend for local file I/O (`KVIKIO_LOCAL_IO_BACKEND`).
 enum class LocalIOBackend : uint8_t {
   POSIX,     ///< `pread`/`pwrite` on the thread pool
-  IO_URING,  ///< io_uring submissions
+  IO_URING,  ///< io_uring submissions, reads and writes
+  AUTO,      ///< io_uring reads where io_uring works here, else POSIX; POSIX writes
 };
 
 /**
@@ -94,7 +95,7 @@ struct Settings {
   /// @brief See defaults::thread_pool_per_block_device().
   bool thread_pool_per_block_device{false};
   /// @brief See defaults::local_io_backend().
-  LocalIOBackend local_io_backend{LocalIOBackend::POSIX};
+  LocalIOBackend local_io_backend{LocalIOBackend::AUTO};
   /// @brief See defaults::remote_backend().
   RemoteBackendType remote_backend{RemoteBackendType::LIBCURL_EASY};
   /// @brief See defaults::remote_max_connections().
@@ -119,8 +120,10 @@ struct Settings {
   static Settings from_environment();
 };
 
-/// @brief Parses `posix|io_uring` (any case). @throws std::invalid_argument
+/// @brief Parses `auto|posix|io_uring` (any case). @throws std::invalid_argument
 LocalIOBackend parse_local_io_backend(std::string_view name, std::string_view value);
+/// @brief "auto", "posix" or "io_uring", as parse_local_io_backend() reads them.
+char const* local_io_backend_name(LocalIOBackend backend) noexcept;
 /// @brief Parses `LIBCURL_EASY|LIBCURL_MULTI_POLL` or `EASY_THREADPOOL|MULTI_POLL` (any case).
 RemoteBackendType parse_remote_backend(std::string_view name, std::string_view value);
 /// @brief Parses `PER_CHUNK|PER_PREAD` (any case). @throws std::invalid_argument
@@ -240,7 +243,13 @@ class defaults {
   /// @brief Sets thread_pool_per_block_device().
   static void set_thread_pool_per_block_device(bool flag);
 
-  /// @brief Local I/O backend (`KVIKIO_LOCAL_IO_BACKEND`, posix).
+  /**
+   * @brief Local I/O backend (`KVIKIO_LOCAL_IO_BACKEND`, auto).
+   *
+   * AUTO reads through io_uring where the kernel allows it (one info line says so when it does
+   * not: ENOSYS, or EPERM from seccomp or `kernel.io_uring_disabled`) and writes through POSIX,
+   * which measured as fast or faster for writes (docs/benchmarks.md).
+   */
   [[nodiscard]] static LocalIOBackend local_io_backend();
   /// @brief Sets local_io_backend().
   /// @throws std::invalid_argument if `backend` is not one of the named values.

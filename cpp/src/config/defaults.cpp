@@ -43,12 +43,23 @@ CompatMode parse_compat_mode(std::string_view name, std::string_view value)
 
 }  // namespace
 
+char const* local_io_backend_name(LocalIOBackend backend) noexcept
+{
+  switch (backend) {
+    case LocalIOBackend::POSIX: return "posix";
+    case LocalIOBackend::IO_URING: return "io_uring";
+    case LocalIOBackend::AUTO: return "auto";
+  }
+  return "unknown";
+}
+
 LocalIOBackend parse_local_io_backend(std::string_view name, std::string_view value)
 {
   if (iequals(value, "posix")) { return LocalIOBackend::POSIX; }
   if (iequals(value, "io_uring")) { return LocalIOBackend::IO_URING; }
+  if (iequals(value, "auto")) { return LocalIOBackend::AUTO; }
   throw std::invalid_argument(std::string{name} + "=" + std::string{value} +
-                              ": expected posix or io_uring");
+                              ": expected auto, posix or io_uring");
 }
 
 RemoteBackendType parse_remote_backend(std::string_view name, std::string_view value)
@@ -368,8 +379,8 @@ void defaults::set_local_io_backend(LocalIOBackend backend)
 {
   expect_one_of("set_local_io_backend",
                 backend,
-                {LocalIOBackend::POSIX, LocalIOBackend::IO_URING},
-                "LocalIOBackend::POSIX or IO_URING");
+                {LocalIOBackend::POSIX, LocalIOBackend::IO_URING, LocalIOBackend::AUTO},
+                "LocalIOBackend::POSIX, IO_URING or AUTO");
   set<&Settings::local_io_backend>(backend);
 }
 

@@ -291,7 +291,7 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
     }
     // With io_uring, one range per pool thread: a thread keeps many requests in flight (kernel
     // workers copy them), so fewer, longer tasks go as fast with fewer threads.
-    bool const uring = detail::io_uring_selected();
+    bool const uring = detail::io_uring_selected(reading);
     return parallel_io(
       [this, dir, bytes, direct](std::size_t buf_offset, std::size_t n, std::size_t offset) {
         return host_transfer(dir, bytes + buf_offset, n, offset, direct);

@@ -112,9 +112,8 @@ void bind_defaults(py::module_& m)
   KVIKIO_PY_SETTING(ipc_export_cache_size)
   KVIKIO_PY_SETTING(ipc_open_cache_size)
 #undef KVIKIO_PY_SETTING
-  d.def("local_io_backend", [] {
-    return defaults::local_io_backend() == kvikio::LocalIOBackend::IO_URING ? "io_uring" : "posix";
-  });
+  d.def("local_io_backend",
+        [] { return kvikio::detail::local_io_backend_name(defaults::local_io_backend()); });
   d.def("set_local_io_backend", [](std::string const& v) {
     defaults::set_local_io_backend(kvikio::detail::parse_local_io_backend("local_io_backend", v));
   });

@@ -19,7 +19,7 @@ def test_get_set_and_restore():
     assert kvikio.defaults.get("http_status_codes") == [500, 503]
     with kvikio.defaults.set("local_io_backend", "io_uring"):
         assert kvikio.defaults.get("local_io_backend") == "io_uring"
-    assert kvikio.defaults.get("local_io_backend") == "posix"
+    assert kvikio.defaults.get("local_io_backend") == "auto"
 
 
 def test_bad_names_and_values():

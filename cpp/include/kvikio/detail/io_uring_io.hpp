@@ -19,15 +19,17 @@ namespace kvikio::detail {
  * @brief Whether the io_uring backend can run on this thread: probed once per process (a ring is
  * set up and torn down), then this thread's ring is set up at its first use. Where either is
  * refused (`io_uring_setup`: an old kernel, seccomp, `kernel.io_uring_disabled`, a limit), one
- * warning is logged and local I/O goes through POSIX.
+ * line is logged (a warning if io_uring was asked for, information under `auto`) and local I/O
+ * goes through POSIX.
  */
 [[nodiscard]] bool io_uring_usable() noexcept;
 
 /**
- * @brief Whether this thread's local I/O goes through io_uring: `KVIKIO_LOCAL_IO_BACKEND` asks
- * for it and io_uring_usable(). The one test every local I/O path makes.
+ * @brief Whether this thread's reads (`reading`) or writes go through io_uring:
+ * `KVIKIO_LOCAL_IO_BACKEND` asks for it (`io_uring`; `auto`: reads only) and io_uring_usable().
+ * The one test every local I/O path makes.
  */
-[[nodiscard]] bool io_uring_selected();
+[[nodiscard]] bool io_uring_selected(bool reading);
 
 /**
  * @brief For tests: makes the probe and the rings of threads that have none yet fail with

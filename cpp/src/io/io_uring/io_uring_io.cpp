@@ -395,17 +395,27 @@ bool io_uring_usable() noexcept
   if (r == 0) { io_uring_queue_exit(&ring); }
   int expected = 0;
   if (probed.compare_exchange_strong(expected, r == 0 ? 1 : 2) && r != 0) {
-    KVIKIO_LOG_WARN("KVIKIO_LOCAL_IO_BACKEND=io_uring, but io_uring is unavailable here (",
-                    "io_uring_setup: ",
-                    std::strerror(-r),
-                    "): local I/O uses posix");
+    if (defaults::local_io_backend() == LocalIOBackend::IO_URING) {
+      KVIKIO_LOG_WARN("KVIKIO_LOCAL_IO_BACKEND=io_uring, but io_uring is unavailable here (",
+                      "io_uring_setup: ",
+                      std::strerror(-r),
+                      "): local I/O uses posix");
+    } else {
+      KVIKIO_LOG_INFO("local I/O uses posix: io_uring is unavailable here (io_uring_setup: ",
+                      std::strerror(-r),
+                      ")");
+    }
   }
   return probed.load() == 1 && this_thread_ring() != nullptr;
 }
 
-bool io_uring_selected()
+bool io_uring_selected(bool reading)
 {
-  return defaults::local_io_backend() == LocalIOBackend::IO_URING && io_uring_usable();
+  switch (defaults::local_io_backend()) {
+    case LocalIOBackend::IO_URING: return io_uring_usable();
+    case LocalIOBackend::AUTO: return reading && io_uring_usable();
+    default: return false;
+  }
 }
 
 void set_io_uring_request_shape(std::size_t piece, unsigned depth)

@@ -58,7 +58,7 @@ std::size_t transfer_once(Op op, int fd, void* buf, std::size_t size, std::size_
 // in requests that kernel workers serve at once.
 void transfer_all(Op op, int fd, std::byte* buf, std::size_t size, std::size_t offset)
 {
-  if (size > 0 && io_uring_selected()) {
+  if (size > 0 && io_uring_selected(op == Op::read)) {
     io_uring_transfer_all(op == Op::read, fd, buf, size, offset);
     return;
   }
@@ -98,7 +98,7 @@ std::size_t transfer_direct(
   Op op, int fd_direct, std::byte* buf, std::size_t length, std::size_t offset)
 {
   if (length > 0 && is_aligned(reinterpret_cast<std::uintptr_t>(buf), get_page_size()) &&
-      io_uring_selected()) {
+      io_uring_selected(op == Op::read)) {
     try {  // many requests in flight, issued inline
       io_uring_transfer_all(op == Op::read, fd_direct, buf, length, offset, false);
       return length;
@@ -198,7 +198,7 @@ std::size_t device_io(Op op,
   // Buffered writes stay below: one file's buffered writes run one at a time in the kernel, and
   // through the ring (a worker per inode) they measured 0.68-0.89 of pwrite from the slots
   // (docs/benchmarks.md).
-  if (op == Op::read && fd_direct < 0 && io_uring_selected()) {
+  if (op == Op::read && fd_direct < 0 && io_uring_selected(true)) {
     return io_uring_read_to_device(fd, convert_void2deviceptr(dev), size, file_offset, stream);
   }
   BounceBufferRing<> ring{defaults::num_bounce_buffers()};

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Side by side with upstream KvikIO, on the GPU machine (device tool), from the repository root
+# with build/install and .device-run carried (ci/device-bundle.sh, then ci/upstream-harness.sh):
+# the same public-API harnesses compiled against each library, interleaved (upstream, ours,
+# upstream, ours) for ROUNDS rounds (2), in one run:
+#   local   pread of a hot 8 GiB file (LOCAL_SIZE) into device and pinned host memory, 4 MiB
+#           tasks, threads THREADS (1,2,4,8,16), medians of 5, KVIKIO_COMPAT_MODE=ON;
+#   remote  RemoteHandle::pread of a 2 GiB object from loopback nginx (8 workers, sendfile),
+#           both transports (KVIKIO_REMOTE_IO_BACKEND), medians of 3;
+#   defaults  the same file read with no KVIKIO_* setting at all (each library's defaults).
+# Each library's own environment: the caller's KVIKIO_* variables are cleared first. Logs, the
+# table (ci/upstream-table.py) and the plot go to $OUT.
+set -uo pipefail
+OUT=${OUT:-/tmp/kvikio-compare}
+mkdir -p "$OUT"
+root=$PWD
+cmp=$root/.device-run/compare
+log=$OUT/compare.log
+work=$(mktemp -d /tmp/kvikio-compare.XXXX)
+status=0
+for v in $(env | sed -n 's/^\(KVIKIO_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  host cores: $(nproc)" | tee -a "$OUT/gpu.txt"
+
+file=$work/hot.bin
+head -c "${LOCAL_SIZE:-8589934592}" /dev/urandom >"$file"
+cat "$file" >/dev/null
+
+# shellcheck source=ci/loopback-nginx.sh
+source "$root/ci/loopback-nginx.sh"
+mkdir -p "$work/www"
+head -c $((2 << 30)) /dev/urandom >"$work/www/obj.bin"
+cat "$work/www/obj.bin" >/dev/null
+start_loopback_nginx "$work" 18090
+sleep 1
+
+# run <library> <command...>: one harness run, its lines prefixed, its CPU time noted.
+run() {
+  local lib=$1
+  shift
+  echo "+ $lib: $*" >>"$log"
+  local TIMEFORMAT="cpu $lib user %U sys %S wall %R"
+  { time timeout 300 "$@" >>"$log" 2>&1 || status=1; } 2>>"$log"
+}
+bin_of() { if [[ $1 == upstream ]]; then echo "$cmp/upstream/bin"; else echo "$cmp/ours"; fi; }
+
+threads=${THREADS:-1,2,4,8,16}
+for round in $(seq 1 "${ROUNDS:-2}"); do
+  echo "=== round $round" >>"$log"
+  for lib in upstream ours; do
+    [[ ${LOCAL:-1} == 1 ]] &&
+      KVIKIO_COMPAT_MODE=ON run "$lib" "$(bin_of $lib)/pread_bench" "$lib" "$file" 4 "$threads" 5
+  done
+  for backend in EASY_THREADPOOL MULTI_POLL; do
+    for lib in upstream ours; do
+      [[ ${REMOTE:-1} == 1 ]] && KVIKIO_COMPAT_MODE=ON KVIKIO_REMOTE_IO_BACKEND=$backend \
+        run "$lib" "$(bin_of $lib)/remote_bench" "$lib/$backend" http://127.0.0.1:18090/obj.bin 4 \
+        "$threads" 3
+    done
+  done
+  for lib in upstream ours; do
+    [[ ${DEFAULTS:-1} == 1 ]] && run "$lib" "$(bin_of $lib)/defaults_read" "$lib" "$file" 3
+  done
+done
+# PROFILE=1: where the CPU time goes at 16 threads (perf, if the machine has it), both libraries:
+# remote easy into host memory and pread into device memory.
+if [[ ${PROFILE:-0} == 1 ]]; then
+  if command -v perf >/dev/null; then
+    for lib in upstream ours; do
+      KVIKIO_COMPAT_MODE=ON KVIKIO_REMOTE_IO_BACKEND=EASY_THREADPOOL timeout 120 perf record -g \
+        -o "$work/$lib-remote.data" "$(bin_of $lib)/remote_bench" "$lib" \
+        http://127.0.0.1:18090/obj.bin 4 16 3 >>"$OUT/profile.log" 2>&1
+      timeout 120 perf report -i "$work/$lib-remote.data" --stdio --no-children --percent-limit 1 \
+        >"$OUT/profile-$lib-remote.txt" 2>&1
+      KVIKIO_COMPAT_MODE=ON timeout 120 perf record -g -o "$work/$lib-pread.data" \
+        "$(bin_of $lib)/pread_bench" "$lib" "$file" 4 16 3 >>"$OUT/profile.log" 2>&1
+      timeout 120 perf report -i "$work/$lib-pread.data" --stdio --no-children --percent-limit 1 \
+        >"$OUT/profile-$lib-pread.txt" 2>&1
+    done
+  else
+    echo "perf: not on this machine" | tee "$OUT/profile.log"
+  fi
+fi
+kill "$nginx_pid" 2>/dev/null
+wait 2>/dev/null
+rm -rf "$work"
+python3 "$root/ci/upstream-table.py" "$log" "$OUT/gpu.txt" "$OUT/compare.svg" >"$OUT/compare.md" || status=1
+cat "$OUT/compare.md"
+exit $status
