@@ -418,4 +418,36 @@ TEST_F(OnDevice, BounceBufferPoolReturnsAndResizes)
   EXPECT_EQ(pool.clear(), pool.buffer_size());  // one buffer, in bytes
 }
 
+// A device read's pool threads share its chunks (one ring slot each, taken as each thread is
+// ready): every byte lands once, in its place, whatever thread took it; the buffers go back.
+TEST_F(OnDevice, DeviceReadChunksAreSharedByThePoolThreads)
+{
+  kvikio::defaults::set_bounce_buffer_size(64 << 10);
+  kvikio::defaults::set_num_bounce_buffers(4);  // 16 KiB slots: 65 chunks, and a tail
+  kvikio::defaults::set_thread_pool_nthreads(8);
+  TempDir dir;
+  auto const path     = dir.file("f");
+  std::size_t const n = (1 << 20) + 4099;
+  auto const content  = pattern(n + 333, 31);
+  write_file(path, content);
+  FileHandle f{path, "r"};
+  auto& pool = kvikio::BounceBufferPool<>::instance();
+  for (std::size_t file_offset : {std::size_t{0}, std::size_t{333}}) {
+    kvikio::test::DeviceBuffer dev{n + 2 * guard};
+    std::vector<std::uint8_t> fill(n + 2 * guard, poison);
+    KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev.ptr, fill.data(), fill.size()));
+    auto* const dst = static_cast<char*>(dev.get()) + guard;
+    ASSERT_EQ(f.pread(dst, n, file_offset, 16 << 10, 0).get(), n);
+    std::vector<std::uint8_t> back(n + 2 * guard);
+    KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+    ASSERT_EQ(0, std::memcmp(back.data() + guard, content.data() + file_offset, n));
+    for (std::size_t i = 0; i < guard; ++i) {
+      ASSERT_EQ(back[i], poison) << "written before the destination";
+      ASSERT_EQ(back[guard + n + i], poison) << "written after the destination";
+    }
+    EXPECT_EQ(pool.pinned_bytes(), pool.num_free_buffers() * pool.buffer_size())
+      << "a bounce buffer is still on loan";
+  }
+}
+
 }  // namespace

@@ -42,4 +42,15 @@ std::future<std::size_t> parallel_io(ChunkOperation op,
                                      ThreadPool* pool,
                                      std::size_t alignment = 0);
 
+namespace detail {
+/**
+ * @brief Runs `work` as `workers` tasks of `pool` (each task calls it once) and returns the sum
+ * of what they return; the first exception any of them throws, once all have finished. For
+ * transfers whose workers share their chunks (a ChunkCursor) instead of splitting the range.
+ */
+std::future<std::size_t> parallel_workers(std::function<std::size_t()> work,
+                                          std::size_t workers,
+                                          ThreadPool* pool);
+}  // namespace detail
+
 }  // namespace kvikio

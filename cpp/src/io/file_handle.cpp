@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <limits>
 #include <map>
 #include <memory>
@@ -61,10 +62,10 @@ ThreadPool* block_device_pool(dev_t device)
   return pool.get();
 }
 
-// Device transfers go in one contiguous range per pool thread (a multiple of task_size), so
-// that each task's ring overlaps reading chunk i+1 with copying chunk i across the whole range;
-// with one task per chunk every task would end waiting for its only copy. io_uring host
-// transfers too: a range keeps many requests in flight.
+// Device writes (and cuFile transfers) go in one contiguous range per pool thread (a multiple of
+// task_size), so that each task's ring overlaps writing chunk i with copying chunk i+1 across
+// the whole range; with one task per chunk every task would end waiting for its only copy.
+// io_uring host transfers too: a range keeps many requests in flight.
 std::size_t device_task_size(std::size_t size, std::size_t task_size, ThreadPool const& pool)
 {
   std::size_t const threads    = std::max<std::size_t>(pool.get_thread_count(), 1);
@@ -313,6 +314,23 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
   }
   auto [base, base_size, base_offset] = get_alloc_info(buf, &ctx);
   (void)base_size;
+  if (reading && compat_.is_compat_mode_preferred()) {
+    // Each pool thread takes the next chunk (a slot of its ring) when it is ready for one: its
+    // ring overlaps reading with copying, and no thread holds a fixed share of the file, so one
+    // that falls behind delays only its own chunk.
+    auto cursor = std::make_shared<detail::ChunkCursor>(size);
+    auto* dev   = static_cast<std::byte*>(base) + base_offset;
+    std::size_t const workers =
+      std::min<std::size_t>(pool->get_thread_count(), (size + task_size - 1) / task_size);
+    bool const overread = defaults::auto_direct_io_read_overread();
+    return detail::parallel_workers(
+      [this, ctx, dev, file_offset, cursor, direct, overread] {
+        PushAndPopContext const context{ctx};
+        return detail::posix_device_read_chunks(fd_, dev, file_offset, *cursor, direct, overread);
+      },
+      workers,
+      pool);
+  }
   return parallel_io(
     [this, dir, ctx, base = base, base_offset = base_offset](
       std::size_t buf_offset, std::size_t n, std::size_t offset) {

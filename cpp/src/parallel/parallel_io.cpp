@@ -18,18 +18,18 @@ namespace {
 
 // Shared by the tasks of one call; the last task to finish makes the future ready.
 struct Gather {
-  ChunkOperation op;
   std::promise<std::size_t> promise;
   std::atomic<std::size_t> remaining{0};
   std::atomic<std::size_t> total{0};
   std::mutex mutex;
   std::exception_ptr first_error;
 
-  void run(std::size_t buf_offset, std::size_t size, std::size_t file_offset) noexcept
+  template <typename Task>
+  void run(Task const& task) noexcept
   {
     try {
       KVIKIO_NVTX_SCOPED_RANGE("task");
-      total += op(buf_offset, size, file_offset);
+      total += task();
     } catch (...) {
       std::lock_guard const lock{mutex};
       if (!first_error) { first_error = std::current_exception(); }
@@ -66,17 +66,38 @@ std::future<std::size_t> parallel_io(ChunkOperation op,
   std::size_t const tasks = 1 + (size - first + task_size - 1) / task_size;
 
   auto gather       = std::make_shared<Gather>();
-  gather->op        = std::move(op);
   gather->remaining = tasks;
   auto future       = gather->promise.get_future();
+  auto shared_op    = std::make_shared<ChunkOperation>(std::move(op));
   std::size_t begin = 0;
   for (std::size_t i = 0; i < tasks; ++i) {
     std::size_t const n = i == 0 ? first : std::min(task_size, size - begin);
-    (void)pool->submit_task(
-      [gather, begin, n, file_offset] { gather->run(begin, n, file_offset + begin); });
+    (void)pool->submit_task([gather, shared_op, begin, n, file_offset] {
+      gather->run([&] { return (*shared_op)(begin, n, file_offset + begin); });
+    });
     begin += n;
   }
   return future;
 }
+
+namespace detail {
+
+std::future<std::size_t> parallel_workers(std::function<std::size_t()> work,
+                                          std::size_t workers,
+                                          ThreadPool* pool)
+{
+  KVIKIO_EXPECT(pool != nullptr, "The thread pool must not be nullptr (parallel_workers)");
+  if (workers == 0) { return make_ready_future<std::size_t>(0); }
+  auto gather       = std::make_shared<Gather>();
+  gather->remaining = workers;
+  auto future       = gather->promise.get_future();
+  auto shared_work  = std::make_shared<std::function<std::size_t()>>(std::move(work));
+  for (std::size_t i = 0; i < workers; ++i) {
+    (void)pool->submit_task([gather, shared_work] { gather->run(*shared_work); });
+  }
+  return future;
+}
+
+}  // namespace detail
 
 }  // namespace kvikio

@@ -13,6 +13,8 @@
 
 #include <cuda.h>
 
+#include <kvikio/detail/posix_io.hpp>
+
 namespace kvikio::detail {
 
 /**
@@ -97,6 +99,14 @@ void io_uring_transfer_all(
  */
 std::size_t io_uring_read_to_device(
   int fd, CUdeviceptr dev, std::size_t size, std::size_t offset, CUstream stream);
+
+/**
+ * @brief As above for the chunks of `cursor` (the transfer starts at `offset` of `fd` and at
+ * `dev`), one slot each, taken as slots come free, until none is left; several threads may share
+ * the cursor. Returns the bytes this thread moved.
+ */
+std::size_t io_uring_read_to_device(
+  int fd, CUdeviceptr dev, std::size_t offset, ChunkCursor& cursor, CUstream stream);
 
 /**
  * @brief For tests and benchmarks: whether staging slots go to the kernel as registered buffers

@@ -14,9 +14,39 @@
  * a pinned bounce buffer and this thread's stream.
  */
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
+#include <optional>
 
 namespace kvikio::detail {
+
+/**
+ * @brief The chunks of one transfer of `size` bytes, handed out in order to whichever thread
+ * asks next: the threads of a device read each take the next chunk when they are ready for one,
+ * so that a thread that falls behind (descheduled, a slow page) holds up only its own chunk,
+ * not a fixed share of the file.
+ */
+class ChunkCursor {
+ public:
+  explicit ChunkCursor(std::size_t size) noexcept : size_{size} {}
+  /// @brief The next chunk, [first, first + length) of the transfer, at most `max_length`
+  /// bytes; none when every byte has been handed out.
+  struct Chunk {
+    std::size_t first, length;
+  };
+  std::optional<Chunk> take(std::size_t max_length) noexcept
+  {
+    std::size_t const first = next_.fetch_add(max_length, std::memory_order_relaxed);
+    if (first >= size_) { return std::nullopt; }
+    return Chunk{first, std::min(max_length, size_ - first)};
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+
+ private:
+  std::size_t size_;
+  std::atomic<std::size_t> next_{0};
+};
 
 /// @brief Throws the detail::EndOfFileError of a read of `size` bytes at `offset` past the end of
 /// `fd` (naming the file's size), for every local backend.
@@ -55,6 +85,18 @@ std::size_t posix_device_read(int fd,
                               std::size_t devPtr_offset,
                               int fd_direct = -1,
                               bool overread = false);
+
+/**
+ * @brief Reads the chunks of `cursor` (the transfer starts at `file_offset` of `fd` and at
+ * `dev`) into device memory, one ring slot each, until none is left; several threads may share
+ * the cursor. Returns the bytes this thread moved, once their copies have completed.
+ */
+std::size_t posix_device_read_chunks(int fd,
+                                     void* dev,
+                                     std::size_t file_offset,
+                                     ChunkCursor& cursor,
+                                     int fd_direct = -1,
+                                     bool overread = false);
 
 /// @brief Writes from device memory; the counterpart of posix_device_read().
 std::size_t posix_device_write(int fd,

@@ -501,26 +501,38 @@ class Staging {
 std::size_t io_uring_read_to_device(
   int fd, CUdeviceptr dev, std::size_t size, std::size_t offset, CUstream stream)
 {
-  Requests requests{true, fd, size, offset};
+  ChunkCursor cursor{size};
+  return io_uring_read_to_device(fd, dev, offset, cursor, stream);
+}
+
+std::size_t io_uring_read_to_device(
+  int fd, CUdeviceptr dev, std::size_t offset, ChunkCursor& cursor, CUstream stream)
+{
+  Requests requests{true, fd, cursor.size(), offset};
   Staging staging;
   auto& ring = staging.ring();
   struct Filling {
     std::size_t slot, pos, len, group;
   };
   std::deque<Filling> filling;  // in the order the slots were reserved
-  std::size_t pos   = 0;
   std::size_t group = 0;
-  while (pos < size || !filling.empty()) {
-    while (!requests.error() && pos < size && filling.size() < ring.num_slots()) {
+  std::size_t moved = 0;
+  bool more         = true;
+  while (more || !filling.empty()) {
+    while (!requests.error() && more && filling.size() < ring.num_slots()) {
+      auto const chunk = cursor.take(ring.slot_size());
+      if (!chunk) {
+        more = false;
+        break;
+      }
       std::size_t const slot = ring.reserve();  // waits for the slot's last copy only
-      std::size_t const len  = std::min(ring.slot_size(), size - pos);
       requests.add(static_cast<std::byte*>(ring.data(slot)),
-                   len,
-                   offset + pos,
+                   chunk->length,
+                   offset + chunk->first,
                    group,
                    staging.registered(slot));
-      filling.push_back({slot, pos, len, group++});
-      pos += len;
+      filling.push_back({slot, chunk->first, chunk->length, group++});
+      moved += chunk->length;
     }
     if (filling.empty()) { break; }
     auto const oldest = filling.front();
@@ -530,7 +542,7 @@ std::size_t io_uring_read_to_device(
   }
   ring.finish();
   if (requests.error()) { std::rethrow_exception(requests.error()); }
-  return size;
+  return moved;
 }
 
 void set_io_uring_registered_buffers(bool on) noexcept { registered_buffers.store(on); }

@@ -178,43 +178,55 @@ std::size_t host_io(Op op,
   return size;
 }
 
-// Device memory through this task's ring of pinned slots: reading the next chunk from the file
-// (or writing the previous one) overlaps the copy of the current one.
-std::size_t device_io(Op op,
-                      int fd,
-                      std::byte* dev,
-                      std::size_t size,
-                      std::size_t file_offset,
-                      int fd_direct,
-                      bool overread)
+// The stream of this thread for the current context, which device-memory I/O needs.
+CUstream current_context_stream()
 {
-  if (size == 0) { return 0; }
   CUcontext ctx{};
   KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
   KVIKIO_EXPECT(
     ctx != nullptr, "device-memory I/O needs a current CUDA context", std::invalid_argument);
-  CUstream const stream = stream_for_this_thread(ctx);
+  return stream_for_this_thread(ctx);
+}
+
+// Reads the cursor's chunks into device memory (`dev` is the transfer's start) through this
+// thread's ring of pinned slots: reading the next chunk from the file overlaps the copy of the
+// current one. Returns the bytes this thread moved.
+std::size_t device_read(int fd,
+                        std::byte* dev,
+                        std::size_t file_offset,
+                        ChunkCursor& cursor,
+                        int fd_direct,
+                        bool overread)
+{
+  if (cursor.size() == 0) { return 0; }
+  CUstream const stream = current_context_stream();
   // io_uring, buffered reads: a deeper staging whose slots all have requests in flight at once.
-  // Buffered writes stay below: one file's buffered writes run one at a time in the kernel, and
-  // through the ring (a worker per inode) they measured 0.68-0.89 of pwrite from the slots
-  // (docs/benchmarks.md).
-  if (op == Op::read && fd_direct < 0 && io_uring_selected(true)) {
-    return io_uring_read_to_device(fd, convert_void2deviceptr(dev), size, file_offset, stream);
+  if (fd_direct < 0 && io_uring_selected(true)) {
+    return io_uring_read_to_device(fd, convert_void2deviceptr(dev), file_offset, cursor, stream);
   }
   BounceBufferRing<> ring{defaults::num_bounce_buffers()};
-  std::size_t const chunk = ring.slot_size();
-  if (op == Op::read) {
-    for (std::size_t done = 0; done < size;) {
-      std::size_t const n = std::min(chunk, size - done);
-      auto* slot          = static_cast<std::byte*>(ring.next());
-      host_io(Op::read, fd, slot, n, file_offset + done, fd_direct, overread);
-      ring.submit_h2d(convert_void2deviceptr(dev + done), n, stream);
-      done += n;
-    }
-    ring.finish();
-    return size;
+  std::size_t moved = 0;
+  while (auto const chunk = cursor.take(ring.slot_size())) {
+    auto* slot = static_cast<std::byte*>(ring.next());
+    host_io(Op::read, fd, slot, chunk->length, file_offset + chunk->first, fd_direct, overread);
+    ring.submit_h2d(convert_void2deviceptr(dev + chunk->first), chunk->length, stream);
+    moved += chunk->length;
   }
-  // Writes: up to num_slots() device-to-host copies run ahead of the file writes.
+  ring.finish();
+  return moved;
+}
+
+// Writes from device memory through this thread's ring: up to num_slots() device-to-host copies
+// run ahead of the file writes. Buffered writes stay on POSIX even with io_uring: one file's
+// buffered writes run one at a time in the kernel, and through the ring (a worker per inode)
+// they measured 0.68-0.89 of pwrite from the slots (docs/benchmarks.md).
+std::size_t device_write(
+  int fd, std::byte* dev, std::size_t size, std::size_t file_offset, int fd_direct)
+{
+  if (size == 0) { return 0; }
+  CUstream const stream = current_context_stream();
+  BounceBufferRing<> ring{defaults::num_bounce_buffers()};
+  std::size_t const chunk = ring.slot_size();
   struct Pending {
     std::size_t slot, offset, n;
   };
@@ -282,13 +294,20 @@ std::size_t posix_device_read(int fd,
                               bool overread)
 {
   KVIKIO_NVTX_FUNC_RANGE();
-  return device_io(Op::read,
-                   fd,
-                   static_cast<std::byte*>(devPtr_base) + devPtr_offset,
-                   size,
-                   file_offset,
-                   fd_direct,
-                   overread);
+  ChunkCursor cursor{size};
+  return device_read(fd,
+                     static_cast<std::byte*>(devPtr_base) + devPtr_offset,
+                     file_offset,
+                     cursor,
+                     fd_direct,
+                     overread);
+}
+
+std::size_t posix_device_read_chunks(
+  int fd, void* dev, std::size_t file_offset, ChunkCursor& cursor, int fd_direct, bool overread)
+{
+  KVIKIO_NVTX_FUNC_RANGE();
+  return device_read(fd, static_cast<std::byte*>(dev), file_offset, cursor, fd_direct, overread);
 }
 
 std::size_t posix_device_write(int fd,
@@ -299,13 +318,11 @@ std::size_t posix_device_write(int fd,
                                int fd_direct)
 {
   KVIKIO_NVTX_FUNC_RANGE();
-  return device_io(Op::write,
-                   fd,
-                   static_cast<std::byte*>(const_cast<void*>(devPtr_base)) + devPtr_offset,
-                   size,
-                   file_offset,
-                   fd_direct,
-                   false);
+  return device_write(fd,
+                      static_cast<std::byte*>(const_cast<void*>(devPtr_base)) + devPtr_offset,
+                      size,
+                      file_offset,
+                      fd_direct);
 }
 
 }  // namespace kvikio::detail
