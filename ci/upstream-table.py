@@ -65,19 +65,23 @@ def table(results, errors):
     for (kind, mem), libs in sorted(results.items()):
         if kind == "defaults":
             continue
-        threads = sorted(set(libs["upstream"]) | set(libs["ours"]))
+        # "ours" and its variants ("ours-posix": another setting of ours), each against upstream
+        variants = ["ours"] + sorted(lib for lib in libs if lib not in ("upstream", "ours"))
+        threads = sorted(set().union(*(set(libs[lib]) for lib in ["upstream"] + variants)))
         out.append(f"\n**{kind} → {mem}** (GB/s, medians by round)\n")
         out.append("| | " + " | ".join(str(t) for t in threads) + " |")
         out.append("|---|" + "---|" * len(threads))
-        for lib in ("upstream", "ours"):
+        for lib in ["upstream"] + variants:
             cells = [", ".join(f"{v:.2f}" for v in libs[lib].get(t, [])) or "–" for t in threads]
             out.append(f"| {lib} | " + " | ".join(cells) + " |")
-        cells = []
-        for t in threads:
-            r = ratio(libs["ours"].get(t), libs["upstream"].get(t))
-            ratios.setdefault((kind, mem), {})[t] = r
-            cells.append("–" if r is None else f"**{r:.2f}**")
-        out.append("| ours / upstream | " + " | ".join(cells) + " |")
+        for lib in variants:
+            cells = []
+            for t in threads:
+                r = ratio(libs[lib].get(t), libs["upstream"].get(t))
+                if lib == "ours":
+                    ratios.setdefault((kind, mem), {})[t] = r
+                cells.append("–" if r is None else f"**{r:.2f}**")
+            out.append(f"| {lib} / upstream | " + " | ".join(cells) + " |")
         for lib in ("upstream", "ours"):
             for err in sorted(errors.get((kind, mem, lib), ())):
                 out.append(f"\n{lib}: error: {err}")
