@@ -10,8 +10,9 @@
 #   remote  RemoteHandle::pread of a 2 GiB object from loopback nginx (8 workers, sendfile),
 #           both transports (KVIKIO_REMOTE_IO_BACKEND), medians of 3;
 #   defaults  the same file read with no KVIKIO_* setting at all (each library's defaults).
-# OURS_POSIX=1 adds ours with KVIKIO_LOCAL_IO_BACKEND=posix to the local rows; PROFILE=1 adds
-# perf profiles where the machine has perf.
+# OURS_VARIANTS="name:VAR=value,VAR=value name2:..." adds ours with those settings to the local
+# rows (e.g. "posix:KVIKIO_LOCAL_IO_BACKEND=posix"); PROFILE=1 adds perf profiles where the
+# machine has perf.
 # Each library's own environment: the caller's KVIKIO_* variables are cleared first. Logs, the
 # table (ci/upstream-table.py) and the plot go to $OUT.
 set -uo pipefail
@@ -55,9 +56,16 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     [[ ${LOCAL:-1} == 1 ]] &&
       KVIKIO_COMPAT_MODE=ON run "$lib" "$(bin_of $lib)/pread_bench" "$lib" "$file" 4 "$threads" 5
   done
-  # OURS_POSIX=1: ours once more with POSIX reads (the default, auto, reads through io_uring).
-  [[ ${LOCAL:-1} == 1 && ${OURS_POSIX:-0} == 1 ]] && KVIKIO_COMPAT_MODE=ON \
-    KVIKIO_LOCAL_IO_BACKEND=posix run ours "$cmp/ours/pread_bench" ours-posix "$file" 4 "$threads" 5
+  # OURS_VARIANTS: ours once more per variant, with its settings, labelled ours-<name>.
+  for variant in ${OURS_VARIANTS:-}; do
+    [[ ${LOCAL:-1} == 1 ]] || break
+    IFS=, read -r -a settings <<<"${variant#*:}"
+    (
+      export KVIKIO_COMPAT_MODE=ON "${settings[@]}"
+      run ours "$cmp/ours/pread_bench" "ours-${variant%%:*}" "$file" 4 "$threads" 5
+      exit $status
+    ) || status=1
+  done
   for backend in EASY_THREADPOOL MULTI_POLL; do
     for lib in upstream ours; do
       [[ ${REMOTE:-1} == 1 ]] && KVIKIO_COMPAT_MODE=ON KVIKIO_REMOTE_IO_BACKEND=$backend \
