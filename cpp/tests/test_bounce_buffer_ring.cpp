@@ -109,6 +109,28 @@ TEST_F(OnDevice, RingSlotsShareOneBufferAndPinnedMemoryIsBounded)
   EXPECT_THROW((kvikio::BounceBufferRing<>{4, 0}), std::invalid_argument);
 }
 
+// A cap on the slot size: the ring uses the start of its buffer, whole pages, at least one.
+TEST_F(OnDevice, RingSlotsMayBeCapped)
+{
+  auto& pool = kvikio::BounceBufferPool<>::instance();
+  kvikio::defaults::set_bounce_buffer_size(1 << 20);
+  std::size_t const page = kvikio::get_page_size();
+  {
+    kvikio::BounceBufferRing<> capped{4, 1, 64 << 10};
+    EXPECT_EQ(capped.num_slots(), 4U);
+    EXPECT_EQ(capped.slot_size(), 64U << 10);
+    EXPECT_EQ(capped.buffer_span(), 256U << 10);
+    EXPECT_EQ(capped.data(0), capped.buffer(0));
+    kvikio::BounceBufferRing<> odd{4, 1, 64 * 1024 + 100};  // rounded down to whole pages
+    EXPECT_EQ(odd.slot_size(), (64U * 1024 + 100) / page * page);
+    kvikio::BounceBufferRing<> tiny{4, 1, 10};  // never below a page
+    EXPECT_EQ(tiny.slot_size(), page);
+    kvikio::BounceBufferRing<> loose{4, 1, 8 << 20};  // a cap above the share changes nothing
+    EXPECT_EQ(loose.slot_size(), 256U << 10);
+  }
+  EXPECT_EQ(pool.pinned_bytes(), pool.num_free_buffers() * pool.buffer_size());
+}
+
 // A ring over several pool buffers (io_uring's deeper staging): k slots in each, every slot
 // inside its own buffer, and the buffers back in the pool afterwards.
 TEST_F(OnDevice, RingOverSeveralBuffers)

@@ -23,6 +23,7 @@
 
 #include <sys/syscall.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -240,6 +241,28 @@ TEST_F(IoUring, RefusedSetupFallsBackToPosix)
     EXPECT_EQ(back, content_);
   }
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
+}
+
+// `auto` reads through io_uring while the pool has at most half as many threads as there are
+// cores; writes never.
+TEST_F(IoUring, AutoChoosesIoUringForReadsOfSmallPools)
+{
+  kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::AUTO);
+  unsigned const cores = std::max(1U, std::thread::hardware_concurrency());
+  kvikio::defaults::set_thread_pool_nthreads(cores);
+  EXPECT_FALSE(kvikio::detail::io_uring_selected(true)) << "as many threads as cores";
+  EXPECT_FALSE(kvikio::detail::io_uring_selected(false));
+  if (cores >= 2) {
+    kvikio::defaults::set_thread_pool_nthreads(cores / 2);
+    EXPECT_TRUE(kvikio::detail::io_uring_selected(true)) << cores / 2 << " of " << cores;
+    EXPECT_FALSE(kvikio::detail::io_uring_selected(false));
+  }
+  kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::IO_URING);
+  kvikio::defaults::set_thread_pool_nthreads(cores);
+  EXPECT_TRUE(kvikio::detail::io_uring_selected(true));
+  EXPECT_TRUE(kvikio::detail::io_uring_selected(false));
+  kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
+  EXPECT_FALSE(kvikio::detail::io_uring_selected(true));
 }
 
 // The process's probe succeeded, but a new thread's ring cannot be set up: that thread's reads
@@ -555,7 +578,9 @@ TEST(IoUringFallback, DISABLED_Child)
   ASSERT_EQ(errno, err) << "the filter is not in place";
 
   EXPECT_EQ(kvikio::defaults::local_io_backend(), kvikio::LocalIOBackend::AUTO);
-  kvikio::defaults::set_thread_pool_nthreads(4);
+  // One thread: `auto` chooses io_uring for reads (up to half the cores), and finds it refused.
+  ASSERT_GE(std::thread::hardware_concurrency(), 2U) << "auto never tries io_uring on one core";
+  kvikio::defaults::set_thread_pool_nthreads(1);
   kvikio::FileHandle f{path, "r+"};
   std::size_t const size = f.nbytes();
   std::vector<std::uint8_t> expected(size);

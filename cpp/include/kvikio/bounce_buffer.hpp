@@ -175,10 +175,14 @@ template <typename Allocator = CudaPinnedAllocator>
 class BounceBufferRing {
  public:
   /**
-   * @brief `num_slots` slots in each of `num_buffers` pool buffers.
-   * @throws std::invalid_argument if either is 0; what the pool and driver throw.
+   * @brief `num_slots` slots in each of `num_buffers` pool buffers, each slot at most
+   * `max_slot_size` bytes (0: a buffer's share; at least a page), so that the ring may use only
+   * the start of each buffer.
+   * @throws std::invalid_argument if either count is 0; what the pool and driver throw.
    */
-  explicit BounceBufferRing(std::size_t num_slots, std::size_t num_buffers = 1);
+  explicit BounceBufferRing(std::size_t num_slots,
+                            std::size_t num_buffers   = 1,
+                            std::size_t max_slot_size = 0);
   ~BounceBufferRing() noexcept;
   BounceBufferRing(BounceBufferRing const&)            = delete;
   BounceBufferRing& operator=(BounceBufferRing const&) = delete;

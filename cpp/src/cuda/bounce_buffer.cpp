@@ -159,7 +159,9 @@ template class BounceBufferPool<CudaPageAlignedPinnedAllocator>;
 // BounceBufferRing
 
 template <typename Allocator>
-BounceBufferRing<Allocator>::BounceBufferRing(std::size_t num_slots, std::size_t num_buffers)
+BounceBufferRing<Allocator>::BounceBufferRing(std::size_t num_slots,
+                                              std::size_t num_buffers,
+                                              std::size_t max_slot_size)
   : slot_size_{0}, current_{0}
 {
   KVIKIO_EXPECT(
@@ -179,6 +181,9 @@ BounceBufferRing<Allocator>::BounceBufferRing(std::size_t num_slots, std::size_t
   // Whole pages per slot keep every slot usable for O_DIRECT; at least one page each.
   std::size_t const slots = std::min(num_slots, std::max<std::size_t>(size / page, 1));
   slot_size_              = std::max(size / slots / page * page, std::min(page, size));
+  if (max_slot_size > 0) {
+    slot_size_ = std::min(slot_size_, std::max(max_slot_size / page * page, std::min(page, size)));
+  }
   slots_.reserve(slots * num_buffers);
   for (auto const& buffer : buffers_) {
     auto* base = static_cast<std::byte*>(buffer.get());

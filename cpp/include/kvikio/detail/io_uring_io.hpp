@@ -28,7 +28,8 @@ namespace kvikio::detail {
 
 /**
  * @brief Whether this thread's reads (`reading`) or writes go through io_uring:
- * `KVIKIO_LOCAL_IO_BACKEND` asks for it (`io_uring`; `auto`: reads only) and io_uring_usable().
+ * `KVIKIO_LOCAL_IO_BACKEND` asks for it (`io_uring`; `auto`: reads, while the pool has at most
+ * half as many threads as there are cores) and io_uring_usable().
  * The one test every local I/O path makes.
  */
 [[nodiscard]] bool io_uring_selected(bool reading);

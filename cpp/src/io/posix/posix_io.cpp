@@ -204,7 +204,11 @@ std::size_t device_read(int fd,
   if (fd_direct < 0 && io_uring_selected(true)) {
     return io_uring_read_to_device(fd, convert_void2deviceptr(dev), file_offset, cursor, stream);
   }
-  BounceBufferRing<> ring{defaults::num_bounce_buffers()};
+  // The ring spans one task (defaults::task_size()), as one task's buffer would: what all the
+  // threads stage at once then stays in the CPU caches, from which the copies to the device read
+  // (16 threads with 16 MiB rings read 0.8x of 4 MiB ones on an H100, docs/benchmarks.md).
+  std::size_t const k = defaults::num_bounce_buffers();
+  BounceBufferRing<> ring{k, 1, defaults::task_size() / k};
   std::size_t moved = 0;
   while (auto const chunk = cursor.take(ring.slot_size())) {
     auto* slot = static_cast<std::byte*>(ring.next());
