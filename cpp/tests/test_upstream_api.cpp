@@ -24,6 +24,7 @@
 #include <kvikio/hdfs.hpp>
 #include <kvikio/http_status_codes.hpp>
 #include <kvikio/logger.hpp>
+#include <kvikio/logger_macros.hpp>
 #include <kvikio/mmap.hpp>
 #include <kvikio/remote_handle.hpp>
 #include <kvikio/shim/cuda.hpp>
