@@ -11,8 +11,7 @@
 #           both transports (KVIKIO_REMOTE_IO_BACKEND), medians of 3;
 #   defaults  the same file read with no KVIKIO_* setting at all (each library's defaults).
 # OURS_VARIANTS="name:VAR=value,VAR=value name2:..." adds ours with those settings to the local
-# rows (e.g. "posix:KVIKIO_LOCAL_IO_BACKEND=posix"); PROFILE=1 adds perf profiles where the
-# machine has perf.
+# rows (e.g. "posix:KVIKIO_LOCAL_IO_BACKEND=posix").
 # Each library's own environment: the caller's KVIKIO_* variables are cleared first. Logs, the
 # table (ci/upstream-table.py) and the plot go to $OUT.
 set -uo pipefail
@@ -77,25 +76,6 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     [[ ${DEFAULTS:-1} == 1 ]] && run "$lib" "$(bin_of $lib)/defaults_read" "$lib" "$file" 3
   done
 done
-# PROFILE=1: where the CPU time goes at 16 threads (perf, if the machine has it), both libraries:
-# remote easy into host memory and pread into device memory.
-if [[ ${PROFILE:-0} == 1 ]]; then
-  if command -v perf >/dev/null; then
-    for lib in upstream ours; do
-      KVIKIO_COMPAT_MODE=ON KVIKIO_REMOTE_IO_BACKEND=EASY_THREADPOOL timeout 120 perf record -g \
-        -o "$work/$lib-remote.data" "$(bin_of $lib)/remote_bench" "$lib" \
-        http://127.0.0.1:18090/obj.bin 4 16 3 >>"$OUT/profile.log" 2>&1
-      timeout 120 perf report -i "$work/$lib-remote.data" --stdio --no-children --percent-limit 1 \
-        >"$OUT/profile-$lib-remote.txt" 2>&1
-      KVIKIO_COMPAT_MODE=ON timeout 120 perf record -g -o "$work/$lib-pread.data" \
-        "$(bin_of $lib)/pread_bench" "$lib" "$file" 4 16 3 >>"$OUT/profile.log" 2>&1
-      timeout 120 perf report -i "$work/$lib-pread.data" --stdio --no-children --percent-limit 1 \
-        >"$OUT/profile-$lib-pread.txt" 2>&1
-    done
-  else
-    echo "perf: not on this machine" | tee "$OUT/profile.log"
-  fi
-fi
 kill "$nginx_pid" 2>/dev/null
 wait 2>/dev/null
 rm -rf "$work"

@@ -94,8 +94,12 @@ std::string cufile_error_description(int cufile_err, CUresult cu_err) noexcept;
                                      int line,
                                      std::string_view msg = {});
 
-/// @brief Text of the error a cuFile read or write reported as a negative byte count.
-std::string bytes_done_error_description(long err) noexcept;
+/**
+ * @brief "cuFile error at: <file>:<line>: " and the text of the error a cuFile read or write
+ * reported as a negative byte count `-err`: a cuFile status above `CUFILEOP_BASE_ERR`, else an
+ * errno.
+ */
+std::string bytes_done_error_message(long err, char const* file, int line);
 
 /**
  * @brief Throws `Exception` with "KvikIO failure at: <file>:<line>: " and the message
@@ -138,8 +142,7 @@ template <typename Exception>
 void cufile_check_bytes_done(ssize_t nbytes_done, int line_number, char const* filename)
 {
   if (nbytes_done >= 0) { return; }
-  throw Exception{std::string{"cuFile error at: "} + filename + ":" + std::to_string(line_number) +
-                  ": " + bytes_done_error_description(static_cast<long>(-nbytes_done))};
+  throw Exception{bytes_done_error_message(static_cast<long>(-nbytes_done), filename, line_number)};
 }
 
 /// @brief Throws `GenericSystemError` for the current errno (see `throw_system_error()`).

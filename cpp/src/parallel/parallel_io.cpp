@@ -16,20 +16,23 @@
 namespace kvikio {
 namespace {
 
-// Shared by the tasks of one call; the last task to finish makes the future ready.
+// Shared by the tasks of one call, with the operation they run; the last task to finish makes
+// the future ready.
+template <typename Operation>
 struct Gather {
+  Operation op;
   std::promise<std::size_t> promise;
   std::atomic<std::size_t> remaining{0};
   std::atomic<std::size_t> total{0};
   std::mutex mutex;
   std::exception_ptr first_error;
 
-  template <typename Task>
-  void run(Task const& task) noexcept
+  template <typename... Args>
+  void run(Args... args) noexcept
   {
     try {
       KVIKIO_NVTX_SCOPED_RANGE("task");
-      total += task();
+      total += op(args...);
     } catch (...) {
       std::lock_guard const lock{mutex};
       if (!first_error) { first_error = std::current_exception(); }
@@ -65,16 +68,15 @@ std::future<std::size_t> parallel_io(ChunkOperation op,
   }
   std::size_t const tasks = 1 + (size - first + task_size - 1) / task_size;
 
-  auto gather       = std::make_shared<Gather>();
+  auto gather       = std::make_shared<Gather<ChunkOperation>>();
+  gather->op        = std::move(op);
   gather->remaining = tasks;
   auto future       = gather->promise.get_future();
-  auto shared_op    = std::make_shared<ChunkOperation>(std::move(op));
   std::size_t begin = 0;
   for (std::size_t i = 0; i < tasks; ++i) {
     std::size_t const n = i == 0 ? first : std::min(task_size, size - begin);
-    (void)pool->submit_task([gather, shared_op, begin, n, file_offset] {
-      gather->run([&] { return (*shared_op)(begin, n, file_offset + begin); });
-    });
+    (void)pool->submit_task(
+      [gather, begin, n, file_offset] { gather->run(begin, n, file_offset + begin); });
     begin += n;
   }
   return future;
@@ -88,12 +90,12 @@ std::future<std::size_t> parallel_workers(std::function<std::size_t()> work,
 {
   KVIKIO_EXPECT(pool != nullptr, "The thread pool must not be nullptr (parallel_workers)");
   if (workers == 0) { return make_ready_future<std::size_t>(0); }
-  auto gather       = std::make_shared<Gather>();
+  auto gather       = std::make_shared<Gather<std::function<std::size_t()>>>();
+  gather->op        = std::move(work);
   gather->remaining = workers;
   auto future       = gather->promise.get_future();
-  auto shared_work  = std::make_shared<std::function<std::size_t()>>(std::move(work));
   for (std::size_t i = 0; i < workers; ++i) {
-    (void)pool->submit_task([gather, shared_work] { gather->run(*shared_work); });
+    (void)pool->submit_task([gather] { gather->run(); });
   }
   return future;
 }

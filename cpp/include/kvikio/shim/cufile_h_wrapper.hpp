@@ -26,57 +26,68 @@
 
 extern "C" {
 
+/**
+ * @brief The cuFile statuses, X(name, value, meaning): the values of `cufile.h`, the meanings
+ * this project's words (cufileop_status_error()).
+ */
+#define KVIKIO_CUFILE_OP_ERRORS(X)                                                               \
+  X(CU_FILE_SUCCESS, 0, "success")                                                               \
+  X(CU_FILE_DRIVER_NOT_INITIALIZED,                                                              \
+    5001,                                                                                        \
+    "the cuFile driver is not open, or nvidia-fs is not loaded")                                 \
+  X(CU_FILE_DRIVER_INVALID_PROPS, 5002, "invalid driver properties")                             \
+  X(CU_FILE_DRIVER_UNSUPPORTED_LIMIT, 5003, "a driver limit is out of range")                    \
+  X(CU_FILE_DRIVER_VERSION_MISMATCH, 5004, "the nvidia-fs driver's version does not match")      \
+  X(CU_FILE_DRIVER_VERSION_READ_ERROR, 5005, "cannot read the nvidia-fs driver's version")       \
+  X(CU_FILE_DRIVER_CLOSING, 5006, "the driver is shutting down")                                 \
+  X(CU_FILE_PLATFORM_NOT_SUPPORTED, 5007, "GPUDirect Storage is not supported on this platform") \
+  X(CU_FILE_IO_NOT_SUPPORTED, 5008, "the file system does not support GPUDirect Storage")        \
+  X(CU_FILE_DEVICE_NOT_SUPPORTED, 5009, "the GPU does not support GPUDirect Storage")            \
+  X(CU_FILE_NVFS_DRIVER_ERROR, 5010, "nvidia-fs driver error")                                   \
+  X(CU_FILE_CUDA_DRIVER_ERROR, 5011, "CUDA driver error")                                        \
+  X(CU_FILE_CUDA_POINTER_INVALID, 5012, "not a valid CUDA device pointer")                       \
+  X(CU_FILE_CUDA_MEMORY_TYPE_INVALID, 5013, "unsupported CUDA memory type")                      \
+  X(CU_FILE_CUDA_POINTER_RANGE_ERROR, 5014, "the range exceeds the CUDA allocation")             \
+  X(CU_FILE_CUDA_CONTEXT_MISMATCH, 5015, "the buffer belongs to another CUDA context")           \
+  X(CU_FILE_INVALID_MAPPING_SIZE, 5016, "the access exceeds the maximum pinned size")            \
+  X(CU_FILE_INVALID_MAPPING_RANGE, 5017, "the access is outside the mapped range")               \
+  X(CU_FILE_INVALID_FILE_TYPE, 5018, "unsupported file type")                                    \
+  X(CU_FILE_INVALID_FILE_OPEN_FLAG, 5019, "unsupported file open flags")                         \
+  X(CU_FILE_DIO_NOT_SET, 5020, "the file is not opened with O_DIRECT")                           \
+  X(CU_FILE_INVALID_VALUE, 5022, "invalid argument")                                             \
+  X(CU_FILE_MEMORY_ALREADY_REGISTERED, 5023, "the buffer is already registered")                 \
+  X(CU_FILE_MEMORY_NOT_REGISTERED, 5024, "the buffer is not registered")                         \
+  X(CU_FILE_PERMISSION_DENIED, 5025, "permission denied")                                        \
+  X(CU_FILE_DRIVER_ALREADY_OPEN, 5026, "the cuFile driver is already open")                      \
+  X(CU_FILE_HANDLE_NOT_REGISTERED, 5027, "the file handle is not registered")                    \
+  X(CU_FILE_HANDLE_ALREADY_REGISTERED, 5028, "the file handle is already registered")            \
+  X(CU_FILE_DEVICE_NOT_FOUND, 5029, "GPU not found")                                             \
+  X(CU_FILE_INTERNAL_ERROR, 5030, "internal cuFile error")                                       \
+  X(CU_FILE_GETNEWFD_FAILED, 5031, "could not get a new file descriptor")                        \
+  X(CU_FILE_NVFS_SETUP_ERROR, 5033, "nvidia-fs driver setup failed")                             \
+  X(CU_FILE_IO_DISABLED, 5034, "GPUDirect Storage is disabled by the configuration")             \
+  X(CU_FILE_BATCH_SUBMIT_FAILED, 5035, "batch submission failed")                                \
+  X(CU_FILE_GPU_MEMORY_PINNING_FAILED, 5036, "pinning GPU memory failed")                        \
+  X(CU_FILE_BATCH_FULL, 5037, "the batch queue is full")                                         \
+  X(CU_FILE_ASYNC_NOT_SUPPORTED, 5038, "asynchronous I/O is not supported")                      \
+  X(CU_FILE_INTERNAL_BATCH_SETUP_ERROR, 5039, "internal batch setup error")                      \
+  X(CU_FILE_INTERNAL_BATCH_SUBMIT_ERROR, 5040, "internal batch submit error")                    \
+  X(CU_FILE_INTERNAL_BATCH_GETSTATUS_ERROR, 5041, "internal batch status error")                 \
+  X(CU_FILE_INTERNAL_BATCH_CANCEL_ERROR, 5042, "internal batch cancel error")                    \
+  X(CU_FILE_NOMEM_ERROR, 5043, "out of memory")                                                  \
+  X(CU_FILE_IO_ERROR, 5044, "I/O error")                                                         \
+  X(CU_FILE_INTERNAL_BUF_REGISTER_ERROR, 5045, "internal buffer registration error")             \
+  X(CU_FILE_HASH_OPR_ERROR, 5046, "internal hash table error")                                   \
+  X(CU_FILE_INVALID_CONTEXT_ERROR, 5047, "invalid CUDA context")                                 \
+  X(CU_FILE_NVFS_INTERNAL_DRIVER_ERROR, 5048, "internal nvidia-fs driver error")                 \
+  X(CU_FILE_BATCH_NOCOMPAT_ERROR, 5049, "batch I/O is not available in compatibility mode")      \
+  X(CU_FILE_IO_MAX_ERROR, 5050, "unknown cuFile error")
+
 /// @brief cuFile status: 0 is success, 5001..5050 are cuFile errors (values of `cufile.h`).
 typedef enum CUfileOpError {  // NOLINT(modernize-use-using): C ABI
-  CU_FILE_SUCCESS                        = 0,
-  CU_FILE_DRIVER_NOT_INITIALIZED         = 5001,
-  CU_FILE_DRIVER_INVALID_PROPS           = 5002,
-  CU_FILE_DRIVER_UNSUPPORTED_LIMIT       = 5003,
-  CU_FILE_DRIVER_VERSION_MISMATCH        = 5004,
-  CU_FILE_DRIVER_VERSION_READ_ERROR      = 5005,
-  CU_FILE_DRIVER_CLOSING                 = 5006,
-  CU_FILE_PLATFORM_NOT_SUPPORTED         = 5007,
-  CU_FILE_IO_NOT_SUPPORTED               = 5008,
-  CU_FILE_DEVICE_NOT_SUPPORTED           = 5009,
-  CU_FILE_NVFS_DRIVER_ERROR              = 5010,
-  CU_FILE_CUDA_DRIVER_ERROR              = 5011,
-  CU_FILE_CUDA_POINTER_INVALID           = 5012,
-  CU_FILE_CUDA_MEMORY_TYPE_INVALID       = 5013,
-  CU_FILE_CUDA_POINTER_RANGE_ERROR       = 5014,
-  CU_FILE_CUDA_CONTEXT_MISMATCH          = 5015,
-  CU_FILE_INVALID_MAPPING_SIZE           = 5016,
-  CU_FILE_INVALID_MAPPING_RANGE          = 5017,
-  CU_FILE_INVALID_FILE_TYPE              = 5018,
-  CU_FILE_INVALID_FILE_OPEN_FLAG         = 5019,
-  CU_FILE_DIO_NOT_SET                    = 5020,
-  CU_FILE_INVALID_VALUE                  = 5022,
-  CU_FILE_MEMORY_ALREADY_REGISTERED      = 5023,
-  CU_FILE_MEMORY_NOT_REGISTERED          = 5024,
-  CU_FILE_PERMISSION_DENIED              = 5025,
-  CU_FILE_DRIVER_ALREADY_OPEN            = 5026,
-  CU_FILE_HANDLE_NOT_REGISTERED          = 5027,
-  CU_FILE_HANDLE_ALREADY_REGISTERED      = 5028,
-  CU_FILE_DEVICE_NOT_FOUND               = 5029,
-  CU_FILE_INTERNAL_ERROR                 = 5030,
-  CU_FILE_GETNEWFD_FAILED                = 5031,
-  CU_FILE_NVFS_SETUP_ERROR               = 5033,
-  CU_FILE_IO_DISABLED                    = 5034,
-  CU_FILE_BATCH_SUBMIT_FAILED            = 5035,
-  CU_FILE_GPU_MEMORY_PINNING_FAILED      = 5036,
-  CU_FILE_BATCH_FULL                     = 5037,
-  CU_FILE_ASYNC_NOT_SUPPORTED            = 5038,
-  CU_FILE_INTERNAL_BATCH_SETUP_ERROR     = 5039,
-  CU_FILE_INTERNAL_BATCH_SUBMIT_ERROR    = 5040,
-  CU_FILE_INTERNAL_BATCH_GETSTATUS_ERROR = 5041,
-  CU_FILE_INTERNAL_BATCH_CANCEL_ERROR    = 5042,
-  CU_FILE_NOMEM_ERROR                    = 5043,
-  CU_FILE_IO_ERROR                       = 5044,
-  CU_FILE_INTERNAL_BUF_REGISTER_ERROR    = 5045,
-  CU_FILE_HASH_OPR_ERROR                 = 5046,
-  CU_FILE_INVALID_CONTEXT_ERROR          = 5047,
-  CU_FILE_NVFS_INTERNAL_DRIVER_ERROR     = 5048,
-  CU_FILE_BATCH_NOCOMPAT_ERROR           = 5049,
-  CU_FILE_IO_MAX_ERROR                   = 5050,
+#define KVIKIO_DETAIL_CUFILE_ENUMERATOR(name, value, meaning) name = value,
+  KVIKIO_CUFILE_OP_ERRORS(KVIKIO_DETAIL_CUFILE_ENUMERATOR)
+#undef KVIKIO_DETAIL_CUFILE_ENUMERATOR
 } CUfileOpError;
 
 /// @brief Result of most cuFile calls; `cu_err` is set when `err` is CU_FILE_CUDA_DRIVER_ERROR.
