@@ -11,7 +11,8 @@
 #           both transports (KVIKIO_REMOTE_IO_BACKEND), medians of 3;
 #   defaults  the same file read with no KVIKIO_* setting at all (each library's defaults).
 # OURS_VARIANTS="name:VAR=value,VAR=value name2:..." adds ours with those settings to the local
-# rows (e.g. "posix:KVIKIO_LOCAL_IO_BACKEND=posix").
+# rows (e.g. "posix:KVIKIO_LOCAL_IO_BACKEND=posix"), OURS_REMOTE_VARIANTS likewise to the remote
+# rows.
 # Each library's own environment: the caller's KVIKIO_* variables are cleared first. Logs, the
 # table (ci/upstream-table.py) and the plot go to $OUT.
 set -uo pipefail
@@ -66,10 +67,20 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     ) || status=1
   done
   for backend in EASY_THREADPOOL MULTI_POLL; do
+    [[ ${REMOTE:-1} == 1 ]] || break
     for lib in upstream ours; do
-      [[ ${REMOTE:-1} == 1 ]] && KVIKIO_COMPAT_MODE=ON KVIKIO_REMOTE_IO_BACKEND=$backend \
+      KVIKIO_COMPAT_MODE=ON KVIKIO_REMOTE_IO_BACKEND=$backend \
         run "$lib" "$(bin_of $lib)/remote_bench" "$lib/$backend" http://127.0.0.1:18090/obj.bin 4 \
         "$threads" 3
+    done
+    for variant in ${OURS_REMOTE_VARIANTS:-}; do
+      IFS=, read -r -a settings <<<"${variant#*:}"
+      (
+        export KVIKIO_COMPAT_MODE=ON KVIKIO_REMOTE_IO_BACKEND=$backend "${settings[@]}"
+        run ours "$cmp/ours/remote_bench" "ours-${variant%%:*}/$backend" \
+          http://127.0.0.1:18090/obj.bin 4 "$threads" 3
+        exit $status
+      ) || status=1
     done
   done
   for lib in upstream ours; do

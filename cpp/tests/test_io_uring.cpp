@@ -315,6 +315,25 @@ TEST_F(IoUring, KernelWorkersAreBounded)
   expect_host_read(content_.size(), 0);
 }
 
+// By default each ring's kernel workers are its thread's share of the cores: with as many pool
+// threads as cores, one worker per ring, however many requests a thread keeps in flight.
+TEST_F(IoUring, KernelWorkersShareTheCoresByDefault)
+{
+  write_content();
+  kvikio::detail::set_io_uring_request_shape(256 << 10, 64);
+  unsigned const cores      = std::max(1U, std::thread::hardware_concurrency());
+  std::size_t const threads = kvikio::defaults::thread_pool_nthreads();
+  kvikio::defaults::set_thread_pool_nthreads(cores);
+  std::size_t workers = 0;
+  std::thread{[&] {
+    expect_host_read(content_.size(), 0);
+    workers = kernel_workers_of(static_cast<pid_t>(::syscall(SYS_gettid)));
+  }}.join();
+  kvikio::defaults::set_thread_pool_nthreads(threads);
+  EXPECT_GE(workers, 1U) << "no kernel worker ran the buffered requests";
+  EXPECT_LE(workers, 1U) << cores << " pool threads on " << cores << " cores";
+}
+
 // Device transfers: the current context of device 0 (the simulator in CI), a small staging so
 // that a transfer spans several pool buffers and wraps round them many times.
 class IoUringDevice : public IoUring {

@@ -308,11 +308,13 @@ void MultiPollTransport::Reactor::run()
           // May call the write callback at once, which may pause the transfer again.
           CURLcode const resumed = curl_easy_pause(t->curl->get(), CURLPAUSE_CONT);
           if (resumed != CURLE_OK) {
-            // The write callback run by the resume failed: its own error (a CUDA failure while
-            // copying) says more than libcurl's "Failed writing received data".
-            if (auto const error = t->sink->error()) { std::rethrow_exception(error); }
-            throw std::runtime_error(std::string{"KvikIO: resuming a paused transfer failed: "} +
-                                     curl_easy_strerror(resumed));
+            // The write callback run by the resume refused the bytes: the transfer ended here,
+            // and is judged as one libcurl ended (the sink's reason first: more bytes than the
+            // range, another range, a CUDA failure while copying).
+            curl_multi_remove_handle(multi_, t->curl->get());
+            --running_;
+            judge(*t, resumed);
+            continue;
           }
           resumed_.fetch_add(1, std::memory_order_relaxed);
         }

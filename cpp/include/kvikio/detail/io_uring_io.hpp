@@ -56,8 +56,9 @@ void set_io_uring_request_shape(std::size_t piece_size, unsigned depth);
 
 /**
  * @brief The most kernel workers each thread's ring may run for file requests
- * (`IORING_REGISTER_IOWQ_MAX_WORKERS`, bounded workers); 0 (default): the kernel's own bound
- * (the ring's depth or 4 per CPU, whichever is less). Applied at each ring's next transfer; for
+ * (`IORING_REGISTER_IOWQ_MAX_WORKERS`, bounded and unbounded workers); 0 (default): the thread's
+ * share of the cores, cores / `thread_pool_nthreads()` (at least 1), so that the rings of the
+ * pool together run about one worker per core. Applied at each ring's next transfer; for
  * benchmarks and tests.
  */
 void set_io_uring_max_workers(unsigned workers) noexcept;

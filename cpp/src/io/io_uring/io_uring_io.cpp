@@ -36,7 +36,7 @@ std::atomic<std::size_t> piece_size{std::size_t{1} << 20};
 std::atomic<unsigned> queue_depth{64};
 std::atomic<int> probed{0};  // 0: not yet, 1: usable, 2: not usable
 std::atomic<bool> registered_buffers{true};
-std::atomic<unsigned> max_workers{0};  // kernel workers per ring for file requests; 0: the kernel's
+std::atomic<unsigned> max_workers{0};  // kernel workers per ring for file requests; 0: automatic
 std::atomic<IoUringFault::Kind> fault_kind{IoUringFault::Kind::none};
 std::atomic<unsigned> fault_every{0};
 std::atomic<int> fault_error{0};
@@ -117,23 +117,24 @@ class ThreadRing {
   [[nodiscard]] std::size_t registered_count() const noexcept { return registered_.size(); }
 
   /// Bounds this ring's kernel workers (both kinds: buffered file requests run on either) to
-  /// what io_uring_max_workers() says, if that changed since the last transfer.
+  /// what io_uring_max_workers() says, or by default to this thread's share of the cores, if
+  /// that changed since the last transfer.
   void apply_max_workers() noexcept
   {
-    unsigned const wanted = max_workers.load();
+    unsigned wanted = max_workers.load();
+    if (wanted == 0) {
+      // Each pool thread has its own ring, and each ring's workers would otherwise grow to the
+      // kernel's bound (4 per CPU): with 8 threads on 16 cores the copies then fight over the
+      // cores; device reads measured 38-42 GB/s so, 44-50 with the cores shared out
+      // (docs/benchmarks.md).
+      static unsigned const cores = std::max(1U, std::thread::hardware_concurrency());
+      auto const threads =
+        static_cast<unsigned>(std::clamp<std::size_t>(defaults::thread_pool_nthreads(), 1, cores));
+      wanted = std::max(1U, cores / threads);
+    }
     if (wanted == applied_workers_) { return; }
     unsigned values[2] = {wanted, wanted};
-    if (wanted == 0) {  // back to the kernel's bounds, saved at the first change
-      values[0] = default_workers_[0];
-      values[1] = default_workers_[1];
-    }
-    if (io_uring_register_iowq_max_workers(&ring_, values) == 0) {
-      if (applied_workers_ == 0) {  // the call returned the bounds it replaced
-        default_workers_[0] = values[0];
-        default_workers_[1] = values[1];
-      }
-      applied_workers_ = wanted;
-    }
+    if (io_uring_register_iowq_max_workers(&ring_, values) == 0) { applied_workers_ = wanted; }
   }
 
  private:
@@ -154,7 +155,6 @@ class ThreadRing {
   }
   io_uring ring_{};
   unsigned applied_workers_{0};
-  unsigned default_workers_[2]{};
   bool registrable_{false};
   std::size_t pool_freed_seen_{0};
   std::map<void*, Registered> registered_;
