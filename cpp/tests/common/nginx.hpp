@@ -71,6 +71,10 @@ inline void wait_until_listening(int port, pid_t pid, std::string const& what)
  */
 class Nginx {
  public:
+  // The free port is only free when asked: another test's server may bind it first, and then
+  // nginx exits (address in use) while that server answers in its place. So nginx counts as up
+  // once its pid file (written after it bound its port) names it and the port accepts; else it
+  // starts again on another port.
   Nginx()
   {
     if (::access(binary, X_OK) != 0) {
@@ -78,36 +82,21 @@ class Nginx {
                                " is missing: ci/install-deps.sh installs nginx-light");
     }
     std::filesystem::create_directories(root());
-    port_                  = free_port();
-    std::string const conf = dir_.file("nginx.conf");
-    std::ofstream{conf}
-      << (::geteuid() == 0 ? "user root;\n" : "") << "daemon off;\nworker_processes 2;\npid "
-      << dir_.file("nginx.pid") << ";\nerror_log " << dir_.file("error.log")
-      << ";\nevents {}\nhttp {\n  access_log off;\n  sendfile on;\n  client_body_temp_path "
-      << dir_.file("tmp") << ";\n  proxy_temp_path " << dir_.file("tmp")
-      << ";\n  fastcgi_temp_path " << dir_.file("tmp") << ";\n  uwsgi_temp_path "
-      << dir_.file("tmp") << ";\n  scgi_temp_path " << dir_.file("tmp")
-      << ";\n  server {\n    listen 127.0.0.1:" << port_ << ";\n    root " << root()
-      << ";\n  }\n}\n";
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::execl(binary,
-              binary,
-              "-c",
-              conf.c_str(),
-              "-p",
-              dir_.file("").c_str(),
-              static_cast<char*>(nullptr));
-      ::_exit(127);
+    for (int attempt = 1;; ++attempt) {
+      port_ = free_port();
+      start();
+      if (bound()) {
+        wait_until_listening(port_, pid_, "nginx (see " + dir_.file("error.log") + ")");
+        return;
+      }
+      stop();
+      if (attempt == 5) {
+        throw std::runtime_error("nginx could not bind a free port five times (see " +
+                                 dir_.file("error.log") + ")");
+      }
     }
-    wait_until_listening(port_, pid_, "nginx (see " + dir_.file("error.log") + ")");
   }
-  ~Nginx()
-  {
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-  }
+  ~Nginx() { stop(); }
   Nginx(Nginx const&)            = delete;
   Nginx& operator=(Nginx const&) = delete;
 
@@ -119,6 +108,59 @@ class Nginx {
 
  private:
   static constexpr char const* binary = "/usr/sbin/nginx";
+
+  void start()
+  {
+    std::string const conf = dir_.file("nginx.conf");
+    std::ofstream{conf}
+      << (::geteuid() == 0 ? "user root;\n" : "") << "daemon off;\nworker_processes 2;\npid "
+      << dir_.file("nginx.pid") << ";\nerror_log " << dir_.file("error.log")
+      << ";\nevents {}\nhttp {\n  access_log off;\n  sendfile on;\n  client_body_temp_path "
+      << dir_.file("tmp") << ";\n  proxy_temp_path " << dir_.file("tmp")
+      << ";\n  fastcgi_temp_path " << dir_.file("tmp") << ";\n  uwsgi_temp_path "
+      << dir_.file("tmp") << ";\n  scgi_temp_path " << dir_.file("tmp")
+      << ";\n  server {\n    listen 127.0.0.1:" << port_ << ";\n    root " << root()
+      << ";\n  }\n}\n";
+    std::filesystem::remove(dir_.file("nginx.pid"));
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::execl(binary,
+              binary,
+              "-c",
+              conf.c_str(),
+              "-p",
+              dir_.file("").c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+
+  // Whether nginx bound its port: its pid file names it (within 10 s); false once it exited.
+  bool bound()
+  {
+    auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      pid_t written = 0;
+      if ((std::ifstream{dir_.file("nginx.pid")} >> written) && written == pid_) { return true; }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    throw std::runtime_error("nginx did not start within 10 s (see " + dir_.file("error.log") +
+                             ")");
+  }
+
+  void stop() noexcept
+  {
+    if (pid_ <= 0) { return; }
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
 
   TempDir dir_;
   int port_{0};

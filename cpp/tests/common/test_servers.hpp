@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -24,39 +25,37 @@
 namespace kvikio::test {
 
 /**
- * A test server of cpp/tests/servers (Debian's /usr/bin/python3, standard library only) on a
- * free loopback port, started as `script PORT arg`. It prints "ready" once listening. A server
- * that does not start is an error, never a skip.
+ * A test server of cpp/tests/servers (Debian's /usr/bin/python3, standard library only), started
+ * as `script 0 arg`: it binds a free loopback port itself and prints "ready <port>", so no other
+ * process can take the port between choosing and binding it. A server that does not start is an
+ * error, never a skip.
  */
 class PythonServer {
  public:
-  PythonServer(char const* script_name, std::string const& arg) : port_{free_port()}
+  PythonServer(char const* script_name, std::string const& arg)
   {
     int out[2];
     if (::pipe(out) != 0) { throw std::runtime_error("pipe failed"); }
     std::string const script = std::string{KVIKIO_TEST_SERVERS_DIR} + "/" + script_name;
-    std::string const port   = std::to_string(port_);
     pid_                     = ::fork();
     if (pid_ == 0) {
       ::dup2(out[1], STDOUT_FILENO);
       ::execl("/usr/bin/python3",
               "python3",
               script.c_str(),
-              port.c_str(),
+              "0",
               arg.c_str(),
               static_cast<char*>(nullptr));
       ::_exit(127);
     }
     ::close(out[1]);
-    pollfd pfd{out[0], POLLIN, 0};
-    char buf[16]     = {};
-    bool const ready = ::poll(&pfd, 1, 10000) == 1 && ::read(out[0], buf, sizeof(buf) - 1) > 0 &&
-                       std::string{buf}.rfind("ready", 0) == 0;
+    std::string const line = read_line(out[0]);
     ::close(out[0]);
-    if (!ready) {
+    if (std::sscanf(line.c_str(), "ready %d", &port_) != 1 || port_ <= 0) {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
-      throw std::runtime_error("the test server did not start (/usr/bin/python3 " + script + ")");
+      throw std::runtime_error("the test server did not start (/usr/bin/python3 " + script +
+                               "): it said \"" + line + "\"");
     }
   }
   ~PythonServer()
@@ -73,7 +72,25 @@ class PythonServer {
   }
 
  private:
-  int port_;
+  // The first line the server prints (it may come in several writes), within 10 s.
+  static std::string read_line(int fd)
+  {
+    auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::string line;
+    while (line.find('\n') == std::string::npos) {
+      auto const left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+      pollfd pfd{fd, POLLIN, 0};
+      char buf[64];
+      if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) != 1) { break; }
+      ssize_t const n = ::read(fd, buf, sizeof(buf));
+      if (n <= 0) { break; }
+      line.append(buf, static_cast<std::size_t>(n));
+    }
+    return line.substr(0, line.find('\n'));
+  }
+
+  int port_{0};
   pid_t pid_{-1};
 };
 

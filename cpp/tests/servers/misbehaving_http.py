@@ -16,7 +16,7 @@ the first path segment picks the behaviour:
     /wrong-range/...   answers 206 with the right length but the bytes (and Content-Range) of
                        the range one byte further
     /404/..., /403/... that status
-Prints "ready" on stdout once listening.
+Prints "ready <port>" on stdout once listening (PORT 0: a free port of the kernel's choosing).
 """
 import socket
 import struct
@@ -109,7 +109,7 @@ class Server(ThreadingHTTPServer):
 
 def main():
     server = Server(("127.0.0.1", int(sys.argv[1])), Handler)
-    print("ready", flush=True)
+    print(f"ready {server.server_address[1]}", flush=True)
     server.serve_forever()
 
 

@@ -9,7 +9,8 @@ are fixed: access key KVIKIOTESTKEY, secret kvikio-test-secret, region us-east-1
 request's signature is recomputed by botocore (an implementation independent of libcurl's) from
 the headers the request says it signed; a mismatch answers 403 SignatureDoesNotMatch. Unsigned
 requests are served only from the bucket "public". Presigned URLs (query-string SigV4) are
-checked the same way, expiry included. Prints "ready" once listening.
+checked the same way, expiry included. Prints "ready <port>" once listening (PORT 0: a free port
+of the kernel's choosing).
 
     s3_sigv4.py presign URL [SECRET]
 
@@ -142,7 +143,7 @@ def main():
         return
     ROOT = sys.argv[2]
     server = Server(("127.0.0.1", int(sys.argv[1])), Handler)
-    print("ready", flush=True)
+    print(f"ready {server.server_address[1]}", flush=True)
     server.serve_forever()
 
 

@@ -7,7 +7,8 @@
 GET /webhdfs/v1/<path>?op=GETFILESTATUS          -> {"FileStatus": {..., "length": N, ...}}
 GET /webhdfs/v1/<path>?op=OPEN[&offset=&length=] -> 307 to /datanode/<path>?offset=&length=
 GET /datanode/<path>?offset=&length=             -> the bytes (as a data node would send them)
-Missing files answer 404 with a RemoteException, as Hadoop does. Prints "ready" once listening.
+Missing files answer 404 with a RemoteException, as Hadoop does. Prints "ready <port>" once
+listening (PORT 0: a free port of the kernel's choosing).
 """
 import json
 import os
@@ -79,8 +80,10 @@ class Server(ThreadingHTTPServer):
 
 
 def main():
+    global PORT
     server = Server(("127.0.0.1", PORT), Handler)
-    print("ready", flush=True)
+    PORT = server.server_address[1]  # the redirects name the port bound (PORT 0: any free one)
+    print(f"ready {PORT}", flush=True)
     server.serve_forever()
 
 

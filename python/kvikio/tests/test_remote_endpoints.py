@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import POISON, pattern
-from test_remote import _free_port
 
 import kvikio
 
@@ -21,15 +20,16 @@ ACCESS_KEY, SECRET, REGION = "KVIKIOTESTKEY", "kvikio-test-secret", "us-east-1"
 
 
 def start(script: str, arg: str):
-    """``script PORT arg``, once it prints "ready"; a server that does not start fails."""
-    port = _free_port()
-    proc = subprocess.Popen([PYTHON, str(SERVERS / script), str(port), arg],
+    """``script 0 arg``: the server binds a free port itself and prints "ready <port>" (no other
+    process can take the port in between); a server that does not start fails."""
+    proc = subprocess.Popen([PYTHON, str(SERVERS / script), "0", arg],
                             stdout=subprocess.PIPE, text=True)
     ready, _, _ = select.select([proc.stdout], [], [], 10)
-    if not ready or not proc.stdout.readline().startswith("ready"):
+    words = proc.stdout.readline().split() if ready else []
+    if len(words) != 2 or words[0] != "ready":
         proc.kill()
         pytest.fail(f"{script} did not start")
-    return proc, f"http://127.0.0.1:{port}"
+    return proc, f"http://127.0.0.1:{words[1]}"
 
 
 @pytest.fixture(scope="module")
