@@ -28,7 +28,7 @@ http {
   fastcgi_temp_path $work/tmp;
   uwsgi_temp_path $work/tmp;
   scgi_temp_path $work/tmp;
-  server { listen 127.0.0.1:$port; root $work/www; }
+  server { listen 127.0.0.1:$port$([[ ${NGINX_REUSEPORT:-0} == 1 ]] && echo " reuseport"); root $work/www; }
 }
 NGINX
   "$nginx_bin" -c "$work/nginx.conf" -p "$work" &

@@ -13,6 +13,8 @@
 # OURS_VARIANTS="name:VAR=value,VAR=value name2:..." adds ours with those settings to the local
 # rows (e.g. "posix:KVIKIO_LOCAL_IO_BACKEND=posix"), OURS_REMOTE_VARIANTS likewise to the remote
 # rows.
+# BALANCE=1 logs, once a second during each remote run, how many of the client's connections
+# each nginx worker serves ("balance 5 3 2 ..."): a worker with many is a bottleneck of its own.
 # Each library's own environment: the caller's KVIKIO_* variables are cleared first. Logs, the
 # table (ci/upstream-table.py) and the plot go to $OUT.
 set -uo pipefail
@@ -45,7 +47,22 @@ run() {
   shift
   echo "+ $lib: $*" >>"$log"
   local TIMEFORMAT="cpu $lib user %U sys %S wall %R"
+  local sampler=
+  if [[ ${BALANCE:-0} == 1 && $1 == */remote_bench ]]; then
+    # Once a second: how the client's connections spread over nginx's workers ("conns/worker").
+    # (the server side of port 18090's established connections, /proc/net/tcp, found among
+    # each worker's descriptors: ss shows no processes there).
+    while sleep 1; do
+      local conns
+      conns=$(awk 'NR > 1 && $2 ~ /:46AA$/ && $4 == "01" {print "socket:[" $10 "]"}' /proc/net/tcp)
+      echo "balance $(for w in $(pgrep -P "$nginx_pid"); do
+        find /proc/"$w"/fd -printf '%l\n' 2>/dev/null | grep -cFx -f <(echo "$conns")
+      done | sort -rn | tr '\n' ' ')"
+    done >>"$log" &
+    sampler=$!
+  fi
   { time timeout 300 "$@" >>"$log" 2>&1 || status=1; } 2>>"$log"
+  [[ -n $sampler ]] && kill "$sampler" 2>/dev/null
 }
 bin_of() { if [[ $1 == upstream ]]; then echo "$cmp/upstream/bin"; else echo "$cmp/ours"; fi; }
 
