@@ -125,7 +125,7 @@ class ThreadRing {
     if (wanted == 0) {
       // Each pool thread has its own ring, and each ring's workers would otherwise grow to the
       // kernel's bound (4 per CPU): with 8 threads on 16 cores the copies then fight over the
-      // cores; device reads measured 38-42 GB/s so, 44-50 with the cores shared out
+      // cores. Device reads measured 38-42 GB/s so, 44-50 with the cores shared out
       // (docs/benchmarks.md).
       static unsigned const cores = std::max(1U, std::thread::hardware_concurrency());
       auto const threads =
