@@ -53,7 +53,12 @@ def _enum_setting(name: str, kind: type[enum.IntEnum], aliases: dict[str, int]):
             else:
                 names = ", ".join(list(kind.__members__) + list(aliases))
                 raise ValueError(f"{name}: unknown value {value!r}; expected one of {names}")
-        getattr(_d, "set_" + name)(int(value))
+        try:  # checked here: the C++ setter takes the enum's narrow type, where 256 would be 0
+            member = kind(int(value))
+        except ValueError:
+            values = ", ".join(f"{m.value} ({m.name})" for m in kind)
+            raise ValueError(f"{name}: unknown value {value!r}; expected one of {values}") from None
+        getattr(_d, "set_" + name)(int(member))
 
     return (lambda: kind(getattr(_d, name)())), setter
 

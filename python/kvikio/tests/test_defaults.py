@@ -33,6 +33,14 @@ def test_bad_names_and_values():
         kvikio.defaults.set("local_io_backend", "nonsense")
     with pytest.raises(ValueError):
         kvikio.defaults.set("task_size")
+    # Enum settings by number: only their members' values (256 must not wrap round to OFF).
+    mode = kvikio.defaults.get("compat_mode")
+    for bad in (256, -1, 3):
+        with pytest.raises(ValueError, match=f"compat_mode: unknown value {bad}"):
+            kvikio.defaults.set("compat_mode", bad)
+        assert kvikio.defaults.get("compat_mode") == mode
+    with pytest.raises(ValueError, match="remote_io_backend: unknown value 257"):
+        kvikio.defaults.set("remote_io_backend", 257)
 
 
 def test_zarr_says_what_is_missing():
