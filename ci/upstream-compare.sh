@@ -64,6 +64,18 @@ run() {
   { time timeout 300 "$@" >>"$log" 2>&1 || status=1; } 2>>"$log"
   [[ -n $sampler ]] && kill "$sampler" 2>/dev/null
 }
+# run_variant <name:VAR=value,...> <command...>: ours, with the variant's settings added to the
+# environment the caller gives it.
+run_variant() {
+  local settings
+  IFS=, read -r -a settings <<<"${1#*:}"
+  shift
+  (
+    export "${settings[@]}"
+    run ours "$@"
+    exit $status
+  ) || status=1
+}
 bin_of() { if [[ $1 == upstream ]]; then echo "$cmp/upstream/bin"; else echo "$cmp/ours"; fi; }
 
 threads=${THREADS:-1,2,4,8,16}
@@ -76,12 +88,8 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
   # OURS_VARIANTS: ours once more per variant, with its settings, labelled ours-<name>.
   for variant in ${OURS_VARIANTS:-}; do
     [[ ${LOCAL:-1} == 1 ]] || break
-    IFS=, read -r -a settings <<<"${variant#*:}"
-    (
-      export KVIKIO_COMPAT_MODE=ON "${settings[@]}"
-      run ours "$cmp/ours/pread_bench" "ours-${variant%%:*}" "$file" 4 "$threads" 5
-      exit $status
-    ) || status=1
+    KVIKIO_COMPAT_MODE=ON run_variant "$variant" "$cmp/ours/pread_bench" "ours-${variant%%:*}" \
+      "$file" 4 "$threads" 5
   done
   for backend in EASY_THREADPOOL MULTI_POLL; do
     [[ ${REMOTE:-1} == 1 ]] || break
@@ -91,13 +99,9 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
         "$threads" 3
     done
     for variant in ${OURS_REMOTE_VARIANTS:-}; do
-      IFS=, read -r -a settings <<<"${variant#*:}"
-      (
-        export KVIKIO_COMPAT_MODE=ON KVIKIO_REMOTE_IO_BACKEND=$backend "${settings[@]}"
-        run ours "$cmp/ours/remote_bench" "ours-${variant%%:*}/$backend" \
-          http://127.0.0.1:18090/obj.bin 4 "$threads" 3
-        exit $status
-      ) || status=1
+      KVIKIO_COMPAT_MODE=ON KVIKIO_REMOTE_IO_BACKEND=$backend run_variant "$variant" \
+        "$cmp/ours/remote_bench" "ours-${variant%%:*}/$backend" http://127.0.0.1:18090/obj.bin 4 \
+        "$threads" 3
     done
   done
   for lib in upstream ours; do

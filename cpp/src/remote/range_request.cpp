@@ -11,6 +11,12 @@
 #include "range_request.hpp"
 
 namespace kvikio::detail {
+namespace {
+
+// libcurl's receive buffer for ranged GETs (CURLOPT_BUFFERSIZE), per transfer.
+constexpr long receive_buffer_size = 1L << 20;
+
+}  // namespace
 
 std::chrono::milliseconds retry_backoff(std::size_t attempt) noexcept
 {

@@ -16,9 +16,6 @@
 
 namespace kvikio::detail {
 
-/// @brief libcurl's receive buffer for ranged GETs (CURLOPT_BUFFERSIZE), per transfer.
-inline constexpr long receive_buffer_size = 1L << 20;
-
 /**
  * @brief The wait before attempt `attempt + 1` after attempt `attempt` failed: 500 ms, doubling,
  * at most 4 s (upstream's schedule).

@@ -73,8 +73,8 @@ class Nginx {
  public:
   // The free port is only free when asked: another test's server may bind it first, and then
   // nginx exits (address in use) while that server answers in its place. So nginx counts as up
-  // once its pid file (written after it bound its port) names it and the port accepts; else it
-  // starts again on another port.
+  // once its pid file (written after it bound and listens on its port) names it; else it starts
+  // again on another port.
   Nginx()
   {
     if (::access(binary, X_OK) != 0) {
@@ -85,10 +85,7 @@ class Nginx {
     for (int attempt = 1;; ++attempt) {
       port_ = free_port();
       start();
-      if (bound()) {
-        wait_until_listening(port_, pid_, "nginx (see " + dir_.file("error.log") + ")");
-        return;
-      }
+      if (bound()) { return; }
       stop();
       if (attempt == 5) {
         throw std::runtime_error("nginx could not bind a free port five times (see " +
@@ -135,7 +132,7 @@ class Nginx {
     }
   }
 
-  // Whether nginx bound its port: its pid file names it (within 10 s); false once it exited.
+  // Whether nginx listens on its port: its pid file names it (within 10 s); false once it exited.
   bool bound()
   {
     auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -42,6 +42,12 @@ std::atomic<unsigned> fault_every{0};
 std::atomic<int> fault_error{0};
 std::atomic<unsigned> fault_count{0};
 
+unsigned machine_cores() noexcept
+{
+  static unsigned const cores = std::max(1U, std::thread::hardware_concurrency());
+  return cores;
+}
+
 // Registered-buffer table entries per thread ring: staging buffers of the transfers on the thread
 // (the default shape takes 4), with room for settings that take more.
 constexpr unsigned registered_table_size = 64;
@@ -127,7 +133,7 @@ class ThreadRing {
       // kernel's bound (4 per CPU): with 8 threads on 16 cores the copies then fight over the
       // cores. Device reads measured 38-42 GB/s so, 44-50 with the cores shared out
       // (docs/benchmarks.md).
-      static unsigned const cores = std::max(1U, std::thread::hardware_concurrency());
+      unsigned const cores = machine_cores();
       auto const threads =
         static_cast<unsigned>(std::clamp<std::size_t>(defaults::thread_pool_nthreads(), 1, cores));
       wanted = std::max(1U, cores / threads);
@@ -418,8 +424,8 @@ bool io_uring_selected(bool reading)
       // io_uring's kernel workers copy on cores of their own: with more pool threads than half
       // the cores, POSIX reads measured as fast into host memory and faster into device memory
       // (16 threads on 16 cores: 36 GB/s against 42-50, docs/benchmarks.md).
-      static unsigned const cores = std::max(1U, std::thread::hardware_concurrency());
-      return reading && defaults::thread_pool_nthreads() * 2 <= cores && io_uring_usable();
+      return reading && defaults::thread_pool_nthreads() * 2 <= machine_cores() &&
+             io_uring_usable();
     }
     default: return false;
   }
