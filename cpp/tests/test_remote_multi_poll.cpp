@@ -113,6 +113,8 @@ TEST(MultiPollFaults, OneFailedTransferFailsOnlyItsOwnPread)
 TEST(MultiPollFaults, ShutdownWithTransfersInFlightFailsThemAndTheNextPreadWorks)
 {
   kvikio::defaults::set_remote_backend(RemoteBackendType::LIBCURL_MULTI_POLL);
+  kvikio::defaults::set_remote_io_num_reactors(1);
+  kvikio::defaults::set_remote_max_connections(2);  // 2 chunks in flight, 5 still queued
   std::size_t const size = 100000;
   MisbehavingServer server{size};
   auto stalled =
@@ -133,6 +135,40 @@ TEST(MultiPollFaults, ShutdownWithTransfersInFlightFailsThemAndTheNextPreadWorks
   auto ok = RemoteHandle::open(server.url("ok/x"), RemoteEndpointType::HTTP, std::nullopt, size);
   ASSERT_EQ(ok.pread(buf.data(), size, 0, 16 << 10).get(), size);
   EXPECT_EQ(buf[size - 1], MisbehavingServer::byte(size - 1));
+}
+
+// PER_CHUNK: a reactor takes the next chunk when it has room, so chunks do not wait behind a
+// reactor whose transfer stalls (the server sends headers, then nothing for 30 s) while another
+// reactor is free. Dealt in turn, half of the second pread's chunks would wait for the stall.
+TEST(MultiPollFaults, AStalledReactorLeavesTheNextChunksToAnother)
+{
+  kvikio::defaults::set_remote_backend(RemoteBackendType::LIBCURL_MULTI_POLL);
+  kvikio::defaults::set_remote_io_num_reactors(2);
+  kvikio::defaults::set_remote_max_connections(1);
+  ASSERT_EQ(kvikio::defaults::remote_io_reactor_dispatch(),
+            kvikio::RemoteReactorDispatch::PER_CHUNK);
+  std::size_t const size = 80000;
+  MisbehavingServer server{size};
+  auto stalled =
+    RemoteHandle::open(server.url("stall/z"), RemoteEndpointType::HTTP, std::nullopt, size);
+  auto ok = RemoteHandle::open(server.url("ok/z"), RemoteEndpointType::HTTP, std::nullopt, size);
+  std::vector<std::uint8_t> stalled_buf(1000, poison);
+  auto held = stalled.pread(stalled_buf.data(), stalled_buf.size(), 0, 1000);
+  std::vector<std::uint8_t> buf(size + 64, poison);
+  auto future = ok.pread(buf.data() + 32, size, 0, 10000);  // 8 chunks
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(15)), std::future_status::ready)
+    << "chunks waited behind the stalled transfer";
+  ASSERT_EQ(future.get(), size);
+  for (std::size_t j = 0; j < size; ++j) {
+    ASSERT_EQ(buf[32 + j], MisbehavingServer::byte(j)) << "at " << j;
+  }
+  for (std::size_t j = 0; j < 32; ++j) {
+    ASSERT_EQ(buf[j], poison);
+    ASSERT_EQ(buf[32 + size + j], poison);
+  }
+  EXPECT_EQ(held.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  kvikio::detail::MultiPollTransport::instance().shutdown();  // ends the stalled read
+  EXPECT_THROW(held.get(), std::runtime_error);
 }
 
 // A process that exits with reads in flight neither hangs nor crashes.

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <curl/curl.h>
 
@@ -123,13 +124,69 @@ class MultiWaker final : public CopyWaker {
 }  // namespace
 
 /**
+ * The PER_CHUNK chunks not started yet, in pread order. Every reactor whose index is below the
+ * current reactor count takes from here whenever it has room, so the load follows how fast each
+ * reactor's connections are (nginx, for one, serves connections of one worker process together).
+ */
+class MultiPollTransport::SharedChunks {
+ public:
+  void push(std::vector<std::unique_ptr<Transfer>> chunks, std::size_t takers)
+  {
+    std::lock_guard const lock{mutex_};
+    for (auto& c : chunks) {
+      chunks_.push_back(std::move(c));
+    }
+    takers_ = takers;
+  }
+
+  /// Moves up to `n` chunks into `into`, if reactor `index` is one of those that take.
+  void take(std::size_t index, std::size_t n, std::deque<std::unique_ptr<Transfer>>& into)
+  {
+    std::lock_guard const lock{mutex_};
+    if (index >= takers_) { return; }
+    for (; n > 0 && !chunks_.empty(); --n) {
+      into.push_back(std::move(chunks_.front()));
+      chunks_.pop_front();
+    }
+  }
+
+  /// Ends every chunk still here with `error` (the reactors that would take them have stopped).
+  void fail_all(std::exception_ptr const& error)
+  {
+    std::lock_guard const lock{mutex_};
+    for (auto& c : chunks_) {
+      c->end(error);
+    }
+    chunks_.clear();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::deque<std::unique_ptr<Transfer>> chunks_;  // guarded by mutex_
+  std::size_t takers_{0};                         // guarded by mutex_
+};
+
+namespace {
+/// The error of every chunk that a stopping transport still held.
+std::exception_ptr shut_down_error()
+{
+  return std::make_exception_ptr(
+    std::runtime_error("KvikIO: the multi-poll transport shut down before this read finished"));
+}
+}  // namespace
+
+/**
  * One reactor thread and its multi handle. Other threads only queue transfers and wake it
  * (`curl_multi_wakeup`); everything else happens on the reactor thread.
  */
 class MultiPollTransport::Reactor {
  public:
-  explicit Reactor(std::atomic<std::size_t>& resumed)
-    : resumed_{resumed},
+  Reactor(std::size_t index,
+          std::shared_ptr<SharedChunks> shared,
+          std::atomic<std::size_t>& resumed)
+    : index_{index},
+      shared_{std::move(shared)},
+      resumed_{resumed},
       multi_{new_multi()},
       waker_{std::make_shared<MultiWaker>(multi_)},
       thread_{[this] { run(); }}
@@ -139,7 +196,8 @@ class MultiPollTransport::Reactor {
   Reactor(Reactor const&)            = delete;
   Reactor& operator=(Reactor const&) = delete;
 
-  /// Queues `transfers` and sets the in-flight limit the reactor applies from now on.
+  /// Queues `transfers` (none: look at the shared chunks) and sets the in-flight limit the
+  /// reactor applies from now on.
   void submit(std::vector<std::unique_ptr<Transfer>> transfers, std::size_t max_in_flight)
   {
     std::lock_guard const lock{mutex_};
@@ -182,7 +240,9 @@ class MultiPollTransport::Reactor {
   void rebuild(CURLMcode code);
   [[nodiscard]] int poll_timeout_ms(Clock::time_point now) const;
 
-  std::atomic<std::size_t>& resumed_;  // the transport's count of resumed transfers
+  std::size_t const index_;               // the reactor's place in the transport
+  std::shared_ptr<SharedChunks> shared_;  // where PER_CHUNK chunks wait
+  std::atomic<std::size_t>& resumed_;     // the transport's count of resumed transfers
   std::mutex mutex_;
   std::deque<std::unique_ptr<Transfer>> queue_;  // guarded by mutex_
   std::size_t max_in_flight_{8};                 // guarded by mutex_
@@ -190,7 +250,7 @@ class MultiPollTransport::Reactor {
   CURLM* multi_;  // used by the reactor thread; others wake it through waker_
   std::shared_ptr<MultiWaker> waker_;
   // Reactor thread only:
-  std::deque<std::unique_ptr<Transfer>> waiting_;  // not started yet
+  std::deque<std::unique_ptr<Transfer>> waiting_;  // not started yet: own first, then shared
   std::vector<std::unique_ptr<Transfer>> active_;  // started and not ended
   std::size_t running_{0};                         // attached to multi_
   std::thread thread_;                             // last: starts once the rest exists
@@ -329,13 +389,17 @@ void MultiPollTransport::Reactor::run()
     }
     std::erase_if(active_, [](auto const& t) { return t->state == Transfer::State::ended; });
 
-    // Retries whose backoff is over go first, then new transfers, up to the limit. What starts
-    // now is driven by the next curl_multi_perform, after a poll that does not wait.
+    // Retries whose backoff is over go first, then this reactor's own transfers, then shared
+    // ones, up to the limit. What starts now is driven by the next curl_multi_perform, after a
+    // poll that does not wait.
     auto const now            = Clock::now();
     std::size_t const running = running_;
     for (auto& t : active_) {
       if (running_ >= max_in_flight) { break; }
       if (t->state == Transfer::State::waiting_retry && t->retry_at <= now) { start(*t); }
+    }
+    if (running_ + waiting_.size() < max_in_flight) {
+      shared_->take(index_, max_in_flight - running_ - waiting_.size(), waiting_);
     }
     while (running_ < max_in_flight && !waiting_.empty()) {
       active_.push_back(std::move(waiting_.front()));
@@ -349,8 +413,7 @@ void MultiPollTransport::Reactor::run()
   }
 
   // Stopping: nothing in flight or queued may write after stop() returns.
-  auto const error = std::make_exception_ptr(
-    std::runtime_error("KvikIO: the multi-poll transport shut down before this read finished"));
+  auto const error = shut_down_error();
   for (auto& t : active_) {
     if (t->state == Transfer::State::running) { curl_multi_remove_handle(multi_, t->curl->get()); }
     t->end(error);
@@ -372,18 +435,25 @@ MultiPollTransport& MultiPollTransport::instance()
   return transport;
 }
 
+MultiPollTransport::MultiPollTransport() : shared_{std::make_shared<SharedChunks>()} {}
+
 MultiPollTransport::~MultiPollTransport() { shutdown(); }
 
 void MultiPollTransport::shutdown() noexcept
 {
+  // The shared chunks go with the reactors that take them: a pread after this point starts new
+  // reactors with a queue of their own, which this shutdown never fails.
   std::vector<std::unique_ptr<Reactor>> reactors;
+  std::shared_ptr<SharedChunks> shared;
   {
     std::lock_guard const lock{mutex_};
     reactors.swap(reactors_);
+    shared = std::exchange(shared_, std::make_shared<SharedChunks>());
   }
   for (auto& r : reactors) {
     r->stop();
   }
+  shared->fail_all(shut_down_error());
 }
 
 std::size_t MultiPollTransport::num_reactors() const
@@ -410,24 +480,29 @@ std::future<std::size_t> MultiPollTransport::pread(RemoteEndpoint& endpoint,
   // PER_PREAD keeps the chunks of this pread on one reactor (its connections are reused).
   bool const per_pread = defaults::remote_io_reactor_dispatch() == RemoteReactorDispatch::PER_PREAD;
 
-  std::vector<std::vector<std::unique_ptr<Transfer>>> dealt(n_reactors);
-  std::lock_guard const lock{mutex_};
-  while (reactors_.size() < n_reactors) {
-    reactors_.push_back(std::make_unique<Reactor>(resumed_));
-  }
+  std::vector<std::unique_ptr<Transfer>> transfers;
+  transfers.reserve(chunks);
   for (std::size_t i = 0; i < chunks; ++i) {
     std::size_t const offset = i * task_size;
-    dealt[(next_reactor_ + (per_pread ? 0 : i)) % n_reactors].push_back(
-      std::make_unique<Transfer>(endpoint,
-                                 buf + offset,
-                                 std::min(task_size, size - offset),
-                                 file_offset + offset,
-                                 device_context,
-                                 completion));
+    transfers.push_back(std::make_unique<Transfer>(endpoint,
+                                                   buf + offset,
+                                                   std::min(task_size, size - offset),
+                                                   file_offset + offset,
+                                                   device_context,
+                                                   completion));
   }
-  next_reactor_ = (next_reactor_ + (per_pread ? 1 : chunks)) % n_reactors;
+  std::lock_guard const lock{mutex_};
+  while (reactors_.size() < n_reactors) {
+    reactors_.push_back(std::make_unique<Reactor>(reactors_.size(), shared_, resumed_));
+  }
+  if (per_pread) {
+    reactors_[next_reactor_ % n_reactors]->submit(std::move(transfers), max_in_flight);
+    next_reactor_ = (next_reactor_ + 1) % n_reactors;
+    return future;
+  }
+  shared_->push(std::move(transfers), n_reactors);
   for (std::size_t r = 0; r < n_reactors; ++r) {
-    if (!dealt[r].empty()) { reactors_[r]->submit(std::move(dealt[r]), max_in_flight); }
+    reactors_[r]->submit({}, max_in_flight);
   }
   return future;
 }

@@ -20,9 +20,12 @@ namespace kvikio::detail {
  * @brief The multi-poll transport: reactor threads, each driving one libcurl multi handle with
  * `curl_multi_poll`, so that many transfers are in flight on few threads.
  *
- * A pread is cut into chunks of `task_size`, dealt to the reactors in turn; the chunks of many
- * preads share the reactors. Each reactor keeps at most `KVIKIO_REMOTE_MAX_CONNECTIONS`
- * transfers in flight (or its share of `KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS`), retries as
+ * A pread is cut into chunks of `task_size`. With `PER_CHUNK` dispatch the chunks wait in one
+ * queue that every reactor takes from whenever it has room, so a reactor whose connections are
+ * faster takes more of them; with `PER_PREAD` all chunks of a pread go to one reactor, chosen in
+ * turn. The chunks of many preads share the reactors. Each reactor keeps at most
+ * `KVIKIO_REMOTE_MAX_CONNECTIONS` transfers in flight (or its share of
+ * `KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS`), retries as
  * the easy transport does (RangeRequest), and writes through the same sink: device memory goes
  * through a ring whose copies it never waits for (a transfer whose next slot is still being
  * copied is paused, and resumed when the copy is done). The settings are read at every pread.
@@ -66,12 +69,14 @@ class MultiPollTransport {
   MultiPollTransport& operator=(MultiPollTransport const&) = delete;
 
   class Reactor;
+  class SharedChunks;
 
  private:
-  MultiPollTransport() = default;
+  MultiPollTransport();
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Reactor>> reactors_;
-  std::size_t next_reactor_{0};  // where the next pread's first chunk goes
+  std::shared_ptr<SharedChunks> shared_;  // PER_CHUNK chunks of the reactors running now
+  std::size_t next_reactor_{0};           // where the next PER_PREAD pread goes
   std::atomic<std::size_t> resumed_{0};
 };
 
