@@ -55,7 +55,8 @@ using RemoteBackendType = RemoteIOBackend;
  * (`KVIKIO_REMOTE_IO_REACTOR_DISPATCH`); with one reactor both are the same.
  */
 enum class RemoteReactorDispatch : uint8_t {
-  PER_CHUNK = 0,  ///< chunks round robin over the reactors: the load is spread evenly
+  PER_CHUNK = 0,  ///< chunks in one queue that each reactor takes from when it has room: the
+                  ///< load follows how fast each reactor's connections are
   PER_PREAD = 1,  ///< all chunks of a pread on one reactor (round robin per pread): they share
                   ///< its connections, which saves TLS handshakes
 };
