@@ -7,6 +7,7 @@
  * wait (stream memory operations, host functions) run under the simulator (slowed down, so that
  * a missing order shows) and on the GPU.
  */
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <iostream>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -25,6 +27,7 @@
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/stream_ordered.hpp>
+#include <kvikio/detail/stream_workers.hpp>
 #include <kvikio/file_handle.hpp>
 #include <kvikio/utils.hpp>
 
@@ -213,6 +216,36 @@ TEST_P(StreamOrdered, BackToBackReadsOnOneStream)
     ASSERT_EQ(0, std::memcmp(back.data() + i * piece, content_.data() + (n - 1 - i) * piece, piece))
       << "piece " << i;
   }
+}
+
+// Once their work is done the stream-ordered workers sleep on a condition variable: for a second
+// of idling the whole process uses (nearly) no CPU, where one polling worker would use about a
+// second. The measured CPU is printed.
+TEST_P(StreamOrdered, IdleWorkersUseNoCpu)
+{
+  kvikio::test::DeviceBuffer dev{content_.size()};
+  kvikio::test::Stream stream;
+  FileHandle f{path_, "r"};
+  auto future = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
+  ASSERT_EQ(future.check_bytes_done(), content_.size());
+  std::vector<std::uint8_t> back(content_.size());
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  ASSERT_EQ(back, content_);
+  ASSERT_GT(kvikio::detail::stream_worker_count(), 0U);
+
+  auto cpu_seconds = [] {
+    ::rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    auto const s = [](::timeval t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+    return s(usage.ru_utime) + s(usage.ru_stime);
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the last worker goes to sleep
+  double const before = cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  double const used = cpu_seconds() - before;
+  std::cout << "[ idle     ] " << kvikio::detail::stream_worker_count()
+            << " stream-ordered workers, CPU of the process over 1 s idle: " << used << " s\n";
+  EXPECT_LT(used, 0.1) << "something polls while no work is left";
 }
 
 // The only stream-ordered worker is busy for a while after the call: the stream must wait for

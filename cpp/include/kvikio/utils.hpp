@@ -5,7 +5,8 @@
 
 /**
  * @file utils.hpp
- * @brief Facts about pointers and CUDA contexts.
+ * @brief Facts about pointers and CUDA contexts (and, from detail/utils.hpp, the page size and
+ * size conversions).
  *
  * Without a CUDA driver every pointer is host memory and the context functions throw.
  */
@@ -25,24 +26,10 @@
 
 #include <cuda.h>
 
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 
 namespace kvikio {
-
-/// @brief The size of a memory page (`sysconf(_SC_PAGESIZE)`), read once.
-[[nodiscard]] std::size_t get_page_size();
-
-/**
- * @brief `x` as an `off_t`.
- * @throws kvikio::CUfileException if `x` does not fit.
- */
-[[nodiscard]] off_t convert_size2off(std::size_t x);
-
-/**
- * @brief `x` as an `ssize_t`.
- * @throws kvikio::CUfileException if `x` does not fit.
- */
-[[nodiscard]] ssize_t convert_size2ssize(std::size_t x);
 
 /**
  * @brief An integer widened to `std::int64_t`.

@@ -2,7 +2,6 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 #include <kvikio/detail/utils.hpp>
-#include <kvikio/utils.hpp>
 
 #include <unistd.h>
 
@@ -10,6 +9,9 @@
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <string>
+
+#include <kvikio/error.hpp>
 
 namespace kvikio {
 

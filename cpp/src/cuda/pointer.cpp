@@ -1,9 +1,10 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
+#include <kvikio/utils.hpp>
+
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
-#include <kvikio/utils.hpp>
 
 namespace kvikio {
 

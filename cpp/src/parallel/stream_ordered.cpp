@@ -15,7 +15,6 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
-#include <kvikio/detail/posix_io.hpp>
 #include <kvikio/detail/stream_workers.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>

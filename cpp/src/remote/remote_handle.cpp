@@ -71,6 +71,25 @@ void get_range(RemoteEndpoint& endpoint,
   }
 }
 
+// One range into `buf`, host memory (`device_context` null) or device memory of that context,
+// through `backend`: on the calling thread (easy), or as one chunk on a reactor (multi-poll).
+std::size_t read_range(RemoteEndpoint& endpoint,
+                       RemoteBackendType backend,
+                       void* buf,
+                       std::size_t size,
+                       std::size_t file_offset,
+                       CUcontext device_context)
+{
+  if (backend == RemoteBackendType::LIBCURL_MULTI_POLL) {
+    return detail::MultiPollTransport::instance()
+      .pread(endpoint, static_cast<std::byte*>(buf), size, file_offset, size, device_context)
+      .get();
+  }
+  detail::RemoteSink sink{buf, size, device_context};
+  get_range(endpoint, sink, file_offset, size);
+  return size;
+}
+
 }  // namespace
 
 RemoteHandle RemoteHandle::open(std::string const& url,
@@ -191,14 +210,7 @@ std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_off
   if (size == 0) { return 0; }
   KVIKIO_EXPECT(buf != nullptr, "RemoteHandle::read: null buffer", std::invalid_argument);
   CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
-  if (backend() == RemoteBackendType::LIBCURL_MULTI_POLL) {
-    return detail::MultiPollTransport::instance()
-      .pread(*endpoint_, static_cast<std::byte*>(buf), size, file_offset, size, device_context)
-      .get();
-  }
-  detail::RemoteSink sink{buf, size, device_context};
-  get_range(*endpoint_, sink, file_offset, size);
-  return size;
+  return read_range(*endpoint_, backend(), buf, size, file_offset, device_context);
 }
 
 std::future<std::size_t> RemoteHandle::pread(void* buf,
@@ -254,7 +266,12 @@ StreamFuture RemoteHandle::read_async(void* devPtr,
     size,
     file_offset,
     defaults::task_size(),
-    [this](void* host, std::size_t n, std::size_t offset) { return read(host, n, offset); },
+    // The pieces land in the stream's pinned staging: host memory, known without asking the
+    // driver about each piece.
+    [endpoint = endpoint_.get(), backend = backend()](
+      void* host, std::size_t n, std::size_t offset) {
+      return read_range(*endpoint, backend, host, n, offset, nullptr);
+    },
     defaults::thread_pool().get_thread_count(),
     detail::report_stream_ordered(bytes_p, future.error_, "RemoteHandle::read_async"));
   return future;

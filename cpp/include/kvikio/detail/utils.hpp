@@ -5,8 +5,12 @@
 
 /**
  * @file detail/utils.hpp
- * @brief Small helpers: alignment arithmetic, setting values, and a scope guard.
+ * @brief Small helpers of the ground floor: the page size, size conversions, alignment
+ * arithmetic, setting values, and a scope guard. `kvikio/utils.hpp` includes it, so the public
+ * names (`kvikio::get_page_size`, ...) are where upstream has them.
  */
+
+#include <sys/types.h>
 
 #include <cstddef>
 #include <exception>
@@ -16,6 +20,25 @@
 #include <utility>
 
 #include <kvikio/detail/logger.hpp>
+
+namespace kvikio {
+
+/// @brief The size of a memory page (`sysconf(_SC_PAGESIZE)`), read once.
+[[nodiscard]] std::size_t get_page_size();
+
+/**
+ * @brief `x` as an `off_t`.
+ * @throws kvikio::CUfileException if `x` does not fit.
+ */
+[[nodiscard]] off_t convert_size2off(std::size_t x);
+
+/**
+ * @brief `x` as an `ssize_t`.
+ * @throws kvikio::CUfileException if `x` does not fit.
+ */
+[[nodiscard]] ssize_t convert_size2ssize(std::size_t x);
+
+}  // namespace kvikio
 
 namespace kvikio::detail {
 

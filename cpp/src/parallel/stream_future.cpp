@@ -5,7 +5,6 @@
 
 #include <utility>
 
-#include <kvikio/cufile/driver.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/error.hpp>
