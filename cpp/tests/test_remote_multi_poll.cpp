@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/remote_handle.hpp>
 
@@ -239,6 +240,42 @@ TEST_F(MultiPoll, UsesNoPoolThreadAndTheChoiceIsPerHandle)
   busy.release();
   EXPECT_EQ(queued.get(), 1000U);
   EXPECT_EQ(0, std::memcmp(buf.data(), content_.data(), 1000));
+}
+
+// A device transfer takes its pinned memory when the first bytes of the body arrive: while the
+// server sends headers and then nothing, the pool lends no buffer and allocates none (so
+// transfers connect without waiting for pinned memory, and a stalled one holds none).
+class DeviceSink : public kvikio::test::OnDevice {};
+
+TEST_F(DeviceSink, NoPinnedMemoryBeforeTheFirstByte)
+{
+  kvikio::defaults::set_remote_backend(RemoteBackendType::LIBCURL_MULTI_POLL);
+  std::size_t const size = 100000;
+  MisbehavingServer server{size};
+  auto stalled =
+    RemoteHandle::open(server.url("stall/d"), RemoteEndpointType::HTTP, std::nullopt, size);
+  auto ok = RemoteHandle::open(server.url("ok/d"), RemoteEndpointType::HTTP, std::nullopt, size);
+  kvikio::test::DeviceBuffer dev{size};
+  ASSERT_EQ(ok.pread(dev.get(), size, 0, size).get(), size);  // the pool has a buffer now
+  auto& pool                  = kvikio::BounceBufferPool<>::instance();
+  std::size_t const pinned    = pool.pinned_bytes();
+  std::size_t const available = pool.num_free_buffers();
+  ASSERT_GT(available, 0U);
+
+  auto held = stalled.pread(dev.get(), size, 0, size / 4);  // 4 transfers, all stalled
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(held.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  EXPECT_EQ(pool.num_free_buffers(), available) << "a stalled transfer took a bounce buffer";
+  EXPECT_EQ(pool.pinned_bytes(), pinned) << "a stalled transfer allocated pinned memory";
+  kvikio::detail::MultiPollTransport::instance().shutdown();
+  EXPECT_THROW(held.get(), std::runtime_error);
+
+  std::vector<std::uint8_t> back(size);
+  ASSERT_EQ(ok.pread(dev.get(), size, 0, size / 3).get(), size);  // and the next read works
+  KVIKIO_CUDA_DRIVER_TRY(kvikio::test::api().MemcpyDtoH(back.data(), dev.ptr, size));
+  for (std::size_t j = 0; j < size; ++j) {
+    ASSERT_EQ(back[j], MisbehavingServer::byte(j)) << "at " << j;
+  }
 }
 
 // Small slots and many transfers make the reactor pause transfers whose next slot is still

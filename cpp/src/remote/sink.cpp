@@ -21,13 +21,16 @@
 
 namespace kvikio::detail {
 
+// The ring is taken at the first write, not here: a transfer then connects without waiting for
+// pinned memory (a fresh bounce buffer is a `cuMemHostAlloc`, milliseconds, serialised by the
+// driver), so the connections of threads that start together open together, and a transfer
+// waiting for its first byte holds no pinned memory.
 RemoteSink::RemoteSink(void* dst, std::size_t capacity, CUcontext device_context)
-  : dst_{static_cast<std::byte*>(dst)}, capacity_{capacity}, ctx_{device_context}
+  : dst_{static_cast<std::byte*>(dst)},
+    capacity_{capacity},
+    ctx_{device_context},
+    num_slots_{device_context != nullptr ? defaults::num_bounce_buffers() : 0}
 {
-  if (ctx_ != nullptr) {
-    PushAndPopContext const context{ctx_};
-    ring_.emplace(defaults::num_bounce_buffers());
-  }
 }
 
 RemoteSink::~RemoteSink() noexcept
@@ -88,12 +91,16 @@ std::size_t RemoteSink::write_callback(char* data,
     sink->overflowed_ = true;
     return 0;  // aborts the transfer: nothing is written past the destination
   }
-  if (!sink->ring_) {
+  if (sink->ctx_ == nullptr) {
     std::memcpy(sink->dst_ + sink->received_, data, n);
     sink->received_ += n;
     return n;
   }
   try {
+    if (!sink->ring_) {
+      PushAndPopContext const context{sink->ctx_};
+      sink->ring_.emplace(sink->num_slots_);
+    }
     // Most writes land inside the current slot: a memcpy, no driver call. The others move to a
     // next slot or copy one, on whichever thread drives the transfer: they need the context.
     std::size_t const room = sink->slot_ == nullptr ? 0 : sink->ring_->slot_size() - sink->in_slot_;

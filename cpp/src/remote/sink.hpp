@@ -38,8 +38,9 @@ class CopyWaker {
  */
 class RemoteSink {
  public:
-  /// @brief Host memory at `dst` (`device_context` null), or device memory of that context. The
-  /// pinned memory of a device sink (one bounce buffer) is held until the sink is destroyed.
+  /// @brief Host memory at `dst` (`device_context` null), or device memory of that context. A
+  /// device sink takes its pinned memory (one bounce buffer, `KVIKIO_NUM_BOUNCE_BUFFERS` slots as
+  /// set now) when the first bytes of the body arrive, and holds it until it is destroyed.
   RemoteSink(void* dst, std::size_t capacity, CUcontext device_context);
   ~RemoteSink() noexcept;  // waits for copies still in flight
   RemoteSink(RemoteSink const&)            = delete;
@@ -113,8 +114,9 @@ class RemoteSink {
   bool paused_{false};
   // Device destinations only.
   CUcontext ctx_{nullptr};
-  std::optional<BounceBufferRing<>> ring_;
-  CUstream stream_{nullptr};  // of the thread that copies, taken at the first copy
+  std::size_t num_slots_{0};
+  std::optional<BounceBufferRing<>> ring_;  // from the first byte of the body
+  CUstream stream_{nullptr};                // of the thread that copies, taken at the first copy
   std::byte* slot_{nullptr};
   std::size_t in_slot_{0};
   std::size_t flushed_{0};
