@@ -9,6 +9,7 @@
  * (about 1.7 GB/s): a buffer is allocated once and reused, never per call.
  */
 
+#include <atomic>
 #include <cstddef>
 #include <optional>
 
@@ -147,7 +148,9 @@ class BounceBufferPool {
   std::vector<void*> free_;
   std::size_t buffer_size_{0};
   std::size_t pinned_bytes_{0};
-  std::size_t num_freed_{0};
+  // Written under mutex_, read without it (io_uring asks at every transfer): a buffer is lent
+  // under mutex_ after the frees before it, so whoever holds it sees their count.
+  std::atomic<std::size_t> num_freed_{0};
 };
 
 /**

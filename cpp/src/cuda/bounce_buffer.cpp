@@ -71,7 +71,7 @@ typename BounceBufferPool<Allocator>::Buffer BounceBufferPool<Allocator>::get()
         Allocator::deallocate(p, buffer_size_);
       }
       pinned_bytes_ -= free_.size() * buffer_size_;
-      num_freed_ += free_.size();
+      num_freed_.fetch_add(free_.size(), std::memory_order_release);
       free_.clear();
       buffer_size_ = size;
     }
@@ -100,7 +100,7 @@ void BounceBufferPool<Allocator>::put(void* ptr, std::size_t size) noexcept
   }
   Allocator::deallocate(ptr, size);
   pinned_bytes_ -= size;
-  ++num_freed_;
+  num_freed_.fetch_add(1, std::memory_order_release);
 }
 
 template <typename Allocator>
@@ -119,7 +119,7 @@ std::size_t BounceBufferPool<Allocator>::clear()
   }
   auto const n = free_.size();
   pinned_bytes_ -= n * buffer_size_;
-  num_freed_ += n;
+  num_freed_.fetch_add(n, std::memory_order_release);
   free_.clear();
   return n * buffer_size_;
 }
@@ -133,8 +133,7 @@ std::size_t BounceBufferPool<Allocator>::buffer_size() const
 template <typename Allocator>
 std::size_t BounceBufferPool<Allocator>::num_freed() const
 {
-  std::lock_guard const lock{mutex_};
-  return num_freed_;
+  return num_freed_.load(std::memory_order_acquire);
 }
 
 template <typename Allocator>

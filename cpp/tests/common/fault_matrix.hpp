@@ -47,6 +47,25 @@ inline constexpr std::size_t guard   = 64;
 // ---------------------------------------------------------------------------------------------
 // What the test checks around every case.
 
+/// Each open descriptor of this process with what it points to ("3", "/tmp/x"); one that closes
+/// while it is listed (the signal sender's listing of /proc/self/task) is left out.
+inline std::vector<std::pair<std::string, std::string>> descriptor_targets()
+{
+  std::vector<std::pair<std::string, std::string>> out;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) { return out; }
+  while (auto* entry = ::readdir(dir)) {
+    if (entry->d_name[0] == '.') { continue; }
+    std::string const link = std::string{"/proc/self/fd/"} + entry->d_name;
+    char target[256]{};
+    ssize_t const len = ::readlink(link.c_str(), target, sizeof(target) - 1);
+    if (len <= 0) { continue; }
+    out.emplace_back(entry->d_name, std::string{target, static_cast<std::size_t>(len)});
+  }
+  ::closedir(dir);
+  return out;
+}
+
 /// Open descriptors of this process, but for the test's own listings of /proc (this one, and
 /// the signal sender's of /proc/self/task) and sockets: libcurl keeps connections open for
 /// reuse, as many as its threads' handles have made (not a leak: a cache, bounded); the real
@@ -55,15 +74,7 @@ inline constexpr std::size_t guard   = 64;
 inline std::vector<std::string> open_descriptors()
 {
   std::vector<std::string> out;
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (dir == nullptr) { return out; }
-  while (auto* entry = ::readdir(dir)) {
-    if (entry->d_name[0] == '.') { continue; }
-    std::string const link = std::string{"/proc/self/fd/"} + entry->d_name;
-    char target[256]{};
-    ssize_t const len = ::readlink(link.c_str(), target, sizeof(target) - 1);
-    if (len <= 0) { continue; }  // closed meanwhile: the sender's listing
-    std::string const to{target, static_cast<std::size_t>(len)};
+  for (auto const& [fd, to] : descriptor_targets()) {
     if (to.rfind("/proc/", 0) == 0 || to.rfind("socket:", 0) == 0) { continue; }
     if (to.rfind("/dev/nvidia", 0) == 0) { continue; }  // the real driver's own, opened at will
     if (to == "anon_inode:[io_uring]") { continue; }    // per thread, at its first use: below
@@ -73,9 +84,8 @@ inline std::vector<std::string> open_descriptors()
         to.find("/libasan.so") != std::string::npos) {
       continue;
     }
-    out.push_back(std::string{entry->d_name} + " -> " + to);
+    out.push_back(fd + " -> " + to);
   }
-  ::closedir(dir);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -84,19 +94,9 @@ inline std::vector<std::string> open_descriptors()
 /// first use and kept while it lives.
 inline std::size_t io_uring_rings()
 {
-  std::size_t n = 0;
-  DIR* dir      = ::opendir("/proc/self/fd");
-  if (dir == nullptr) { return 0; }
-  while (auto* entry = ::readdir(dir)) {
-    std::string const link = std::string{"/proc/self/fd/"} + entry->d_name;
-    char target[64]{};
-    ssize_t const len = ::readlink(link.c_str(), target, sizeof(target) - 1);
-    if (len > 0 && std::string{target, static_cast<std::size_t>(len)} == "anon_inode:[io_uring]") {
-      ++n;
-    }
-  }
-  ::closedir(dir);
-  return n;
+  auto const all = descriptor_targets();
+  return static_cast<std::size_t>(std::count_if(
+    all.begin(), all.end(), [](auto const& d) { return d.second == "anon_inode:[io_uring]"; }));
 }
 
 /// Memory an entry point reads into or writes from: host or device, with poisoned guards.
