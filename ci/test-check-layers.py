@@ -104,6 +104,10 @@ class LayerCheck(unittest.TestCase):
         design.write_text(text)
         self.assert_fails_naming("cpp/src/core/error.cpp", "remove it")
 
+    def test_a_file_the_check_cannot_read(self):
+        (self.tmp / "cpp" / "src" / "cuda" / "kernel.cu").write_text("int k;\n")
+        self.assert_fails_naming("cpp/src/cuda/kernel.cu", "not a .cpp or .hpp")
+
     def test_a_source_in_no_layer(self):
         (self.tmp / "cpp" / "src" / "extra").mkdir()
         (self.tmp / "cpp" / "src" / "extra" / "x.cpp").write_text("int x;\n")

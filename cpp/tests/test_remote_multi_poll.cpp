@@ -140,14 +140,14 @@ TEST(MultiPollFaults, ShutdownWithTransfersInFlightFailsThemAndTheNextPreadWorks
 
 // PER_CHUNK: a reactor takes the next chunk when it has room, so chunks do not wait behind a
 // reactor whose transfer stalls (the server sends headers, then nothing for 30 s) while another
-// reactor is free. Dealt in turn, half of the second pread's chunks would wait for the stall.
+// reactor is free. (Chunks dealt to the reactors in turn would leave half of the second pread's
+// behind the stall.)
 TEST(MultiPollFaults, AStalledReactorLeavesTheNextChunksToAnother)
 {
   kvikio::defaults::set_remote_backend(RemoteBackendType::LIBCURL_MULTI_POLL);
   kvikio::defaults::set_remote_io_num_reactors(2);
   kvikio::defaults::set_remote_max_connections(1);
-  ASSERT_EQ(kvikio::defaults::remote_io_reactor_dispatch(),
-            kvikio::RemoteReactorDispatch::PER_CHUNK);
+  kvikio::defaults::set_remote_io_reactor_dispatch(kvikio::RemoteReactorDispatch::PER_CHUNK);
   std::size_t const size = 80000;
   MisbehavingServer server{size};
   auto stalled =

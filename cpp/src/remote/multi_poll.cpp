@@ -83,7 +83,8 @@ struct Transfer {
   std::shared_ptr<PreadCompletion> completion;
   State state{State::queued};
   Clock::time_point retry_at{};
-  // From the start of the first attempt (pinned memory is held only while a transfer runs):
+  // From the start of the first attempt (a device sink pins memory from the first byte of the
+  // body until the transfer ends):
   std::optional<RemoteSink> sink;
   std::optional<RangeRequest> request;
   std::optional<CurlHandle> curl;  // a fresh easy handle per attempt
@@ -450,10 +451,10 @@ void MultiPollTransport::shutdown() noexcept
     reactors.swap(reactors_);
     shared = std::exchange(shared_, std::make_shared<SharedChunks>());
   }
+  shared->fail_all(shut_down_error());  // first: the stopping reactors start none of them
   for (auto& r : reactors) {
     r->stop();
   }
-  shared->fail_all(shut_down_error());
 }
 
 std::size_t MultiPollTransport::num_reactors() const

@@ -80,6 +80,7 @@ std::size_t read_range(RemoteEndpoint& endpoint,
                        std::size_t file_offset,
                        CUcontext device_context)
 {
+  KVIKIO_NVTX_FUNC_RANGE();
   if (backend == RemoteBackendType::LIBCURL_MULTI_POLL) {
     return detail::MultiPollTransport::instance()
       .pread(endpoint, static_cast<std::byte*>(buf), size, file_offset, size, device_context)

@@ -39,8 +39,9 @@ class CopyWaker {
 class RemoteSink {
  public:
   /// @brief Host memory at `dst` (`device_context` null), or device memory of that context. A
-  /// device sink takes its pinned memory (one bounce buffer, `KVIKIO_NUM_BOUNCE_BUFFERS` slots as
-  /// set now) when the first bytes of the body arrive, and holds it until it is destroyed.
+  /// device sink takes its pinned memory (one bounce buffer of `KVIKIO_BOUNCE_BUFFER_SIZE` as set
+  /// then, in `KVIKIO_NUM_BOUNCE_BUFFERS` slots as set now) when the first bytes of the body
+  /// arrive, and holds it until it is destroyed.
   RemoteSink(void* dst, std::size_t capacity, CUcontext device_context);
   ~RemoteSink() noexcept;  // waits for copies still in flight
   RemoteSink(RemoteSink const&)            = delete;
