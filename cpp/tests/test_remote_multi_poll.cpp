@@ -278,6 +278,34 @@ TEST_F(DeviceSink, NoPinnedMemoryBeforeTheFirstByte)
   }
 }
 
+// The same on the easy transport, whose pool threads connect together at the start of a pread.
+// The stalled transfers end by the HTTP timeout.
+TEST_F(DeviceSink, NoPinnedMemoryBeforeTheFirstByteOnTheEasyTransport)
+{
+  kvikio::defaults::set_remote_backend(RemoteBackendType::LIBCURL_EASY);
+  kvikio::defaults::set_thread_pool_nthreads(4);
+  kvikio::defaults::set_http_timeout(2);
+  kvikio::defaults::set_http_max_attempts(1);
+  std::size_t const size = 100000;
+  MisbehavingServer server{size};
+  auto stalled =
+    RemoteHandle::open(server.url("stall/e"), RemoteEndpointType::HTTP, std::nullopt, size);
+  auto ok = RemoteHandle::open(server.url("ok/e"), RemoteEndpointType::HTTP, std::nullopt, size);
+  kvikio::test::DeviceBuffer dev{size};
+  ASSERT_EQ(ok.pread(dev.get(), size, 0, size).get(), size);  // the pool has a buffer now
+  auto& pool                  = kvikio::BounceBufferPool<>::instance();
+  std::size_t const pinned    = pool.pinned_bytes();
+  std::size_t const available = pool.num_free_buffers();
+  ASSERT_GT(available, 0U);
+
+  auto held = stalled.pread(dev.get(), size, 0, size / 4);  // 4 transfers on 4 pool threads
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(held.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  EXPECT_EQ(pool.num_free_buffers(), available) << "a stalled transfer took a bounce buffer";
+  EXPECT_EQ(pool.pinned_bytes(), pinned) << "a stalled transfer allocated pinned memory";
+  EXPECT_THROW(held.get(), std::runtime_error);  // the timeout
+}
+
 // Small slots and many transfers make the reactor pause transfers whose next slot is still
 // being copied, and resume them; every byte must land once, in place. Under the simulator the
 // copies are slowed down (CUDASIM_DELAY_US, read when the driver starts) so that pauses happen.
