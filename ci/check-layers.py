@@ -41,8 +41,9 @@ class Layer:
         return self.folders[0]
 
 
-def table_after(text, marker, path):
-    """The rows (lists of cells) of the Markdown table that follows `marker`."""
+def table_after(text, marker, path, may_be_empty=False):
+    """The rows (lists of cells) of the Markdown table that follows `marker`, without its
+    heading; a table of the heading alone is an error unless `may_be_empty`."""
     at = text.find(marker)
     if at < 0:
         sys.exit(f"{path}: no line {marker!r}")
@@ -54,7 +55,7 @@ def table_after(text, marker, path):
         if all(set(c) <= set("-: ") for c in cells):
             continue  # the separator row
         rows.append(cells)
-    if len(rows) < 2:
+    if not rows or (len(rows) < 2 and not may_be_empty):
         sys.exit(f"{path}: the table after {marker!r} has no rows")
     return rows[1:]  # without the heading
 
@@ -70,7 +71,7 @@ def read_design(path):
             sys.exit(f"{path}: layer row {i + 1} names no folder")
         layers.append(Layer(i, int(cells[0]), folders, TICKED.findall(cells[2])))
     exceptions = {}
-    for cells in table_after(text, EXCEPTIONS_MARKER, path):
+    for cells in table_after(text, EXCEPTIONS_MARKER, path, may_be_empty=True):
         ticked = [TICKED.findall(c) for c in cells[:2]]
         if len(cells) < 3 or len(ticked[0]) != 1 or len(ticked[1]) != 1 or not cells[2]:
             sys.exit(f"{path}: exception row {cells}: expected | `file` | `include` | why |")

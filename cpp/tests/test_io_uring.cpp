@@ -45,6 +45,7 @@
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/io_uring_io.hpp>
+#include <kvikio/detail/local_choice.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
 #include <kvikio/utils.hpp>
@@ -263,6 +264,27 @@ TEST_F(IoUring, AutoChoosesIoUringForReadsOfSmallPools)
   EXPECT_TRUE(kvikio::detail::io_uring_selected(false));
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
   EXPECT_FALSE(kvikio::detail::io_uring_selected(true));
+}
+
+// The choice follows the pool that runs the call, not the setting: a pool passed to pread (or
+// one per block device) may be larger or smaller than `thread_pool_nthreads`. Device memory of
+// a file cuFile serves goes to cuFile whatever the setting.
+TEST_F(IoUring, AutoChoosesByThePoolOfTheCall)
+{
+  kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::AUTO);
+  unsigned const cores      = std::max(1U, std::thread::hardware_concurrency());
+  std::size_t const threads = kvikio::defaults::thread_pool_nthreads();
+  kvikio::defaults::set_thread_pool_nthreads(1);
+  EXPECT_EQ(kvikio::detail::host_backend(true, cores).name(), "posix") << cores << " threads";
+  EXPECT_EQ(kvikio::detail::device_backend(true, cores, false).name(), "posix");
+  kvikio::defaults::set_thread_pool_nthreads(cores);
+  EXPECT_EQ(kvikio::detail::host_backend(true, 1).name(), "io_uring") << "a pool of one";
+  EXPECT_EQ(kvikio::detail::device_backend(true, 1, false).name(), "io_uring");
+  EXPECT_EQ(kvikio::detail::host_backend(false, 1).name(), "posix") << "writes";
+  EXPECT_EQ(kvikio::detail::device_backend(true, 1, true).name(), "cufile");
+  kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
+  EXPECT_EQ(kvikio::detail::host_backend(true, 1).name(), "posix");
+  kvikio::defaults::set_thread_pool_nthreads(threads);
 }
 
 // The process's probe succeeded, but a new thread's ring cannot be set up: that thread's reads

@@ -30,6 +30,12 @@
 
 namespace kvikio {
 
+namespace detail {
+struct LocalFile;
+class HostBackend;
+class DeviceBackend;
+}  // namespace detail
+
 /**
  * @brief An open file. Move-only; closes on destruction. Its I/O methods are safe to call from
  * many threads at once.
@@ -192,11 +198,19 @@ class FileHandle {
 
  private:
   enum class Direction { read, write };
-  // Host memory on the calling thread (POSIX; O_DIRECT through `fd_direct` if >= 0).
-  std::size_t host_transfer(
-    Direction dir, std::byte* buf, std::size_t size, std::size_t file_offset, int fd_direct);
-  // Device memory in context `ctx` on the calling thread (POSIX through the ring, or cuFile).
-  std::size_t device_transfer(Direction dir,
+  // The descriptors (and cuFile handle) a backend uses for a transfer in direction `dir`.
+  [[nodiscard]] detail::LocalFile local_file(Direction dir) const;
+  // Host memory on the calling thread, through `backend`.
+  std::size_t host_transfer(detail::HostBackend& backend,
+                            Direction dir,
+                            detail::LocalFile const& file,
+                            std::byte* buf,
+                            std::size_t size,
+                            std::size_t file_offset);
+  // Device memory in context `ctx` on the calling thread, through `backend`.
+  std::size_t device_transfer(detail::DeviceBackend& backend,
+                              Direction dir,
+                              detail::LocalFile const& file,
                               CUcontext ctx,
                               void* devPtr_base,
                               std::size_t size,

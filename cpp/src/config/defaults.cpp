@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <string>
 
-#include <kvikio/cufile/driver.hpp>
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/shim/cufile.hpp>
 
 namespace kvikio {
 namespace detail {

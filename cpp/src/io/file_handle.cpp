@@ -19,8 +19,8 @@
 
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/nvtx.hpp>
-#include <kvikio/detail/posix_io.hpp>
-#include <kvikio/detail/io_uring_io.hpp>
+#include <kvikio/detail/local_backend.hpp>
+#include <kvikio/detail/local_choice.hpp>
 #include <kvikio/detail/stream_ordered.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/file_utils.hpp>
@@ -31,25 +31,6 @@
 
 namespace kvikio {
 namespace {
-
-// The result of a cuFile read or write: bytes, -1 with errno, or a negated cuFile error.
-std::size_t cufile_bytes(ssize_t ret, std::size_t size, std::size_t file_offset, char const* what)
-{
-  if (ret == -1) {
-    detail::throw_system_error(errno, __FILE__, __LINE__, std::string{what} + " failed");
-  }
-  if (ret < 0) {
-    throw CUfileException{std::string{"KvikIO: "} + what + " failed: " +
-                          detail::cufile_error_description(static_cast<int>(-ret), CUDA_SUCCESS)};
-  }
-  if (static_cast<std::size_t>(ret) < size) {
-    throw detail::EndOfFileError("POSIX error on pread: EOF (KvikIO: " + std::string{what} +
-                                 " moved " + std::to_string(ret) + " of " + std::to_string(size) +
-                                 " bytes at offset " + std::to_string(file_offset) +
-                                 ": end of file?)");
-  }
-  return static_cast<std::size_t>(ret);
-}
 
 // One pool per block device, sized like the global pool (KVIKIO_THREAD_POOL_PER_BLOCK_DEVICE).
 ThreadPool* block_device_pool(dev_t device)
@@ -214,19 +195,32 @@ ThreadPool* FileHandle::pool_for(ThreadPool* requested) const
   return requested;
 }
 
-std::size_t FileHandle::host_transfer(
-  Direction dir, std::byte* buf, std::size_t size, std::size_t file_offset, int fd_direct)
+detail::LocalFile FileHandle::local_file(Direction dir) const
 {
-  if (dir == Direction::read) {
-    return detail::posix_host_read(
-      fd_, buf, size, file_offset, fd_direct, defaults::auto_direct_io_read_overread());
-  }
-  auto const written = detail::posix_host_write(fd_, buf, size, file_offset, fd_direct);
+  bool const reading = dir == Direction::read;
+  bool const direct  = reading ? defaults::auto_direct_io_read() : defaults::auto_direct_io_write();
+  return detail::LocalFile{fd_,
+                           direct ? fd_direct_ : -1,
+                           reading && defaults::auto_direct_io_read_overread(),
+                           compat_.is_compat_mode_preferred() ? nullptr : compat_.cufile_handle()};
+}
+
+std::size_t FileHandle::host_transfer(detail::HostBackend& backend,
+                                      Direction dir,
+                                      detail::LocalFile const& file,
+                                      std::byte* buf,
+                                      std::size_t size,
+                                      std::size_t file_offset)
+{
+  if (dir == Direction::read) { return backend.read_host(file, buf, size, file_offset); }
+  auto const written = backend.write_host(file, buf, size, file_offset);
   grew_to(file_offset + written);
   return written;
 }
 
-std::size_t FileHandle::device_transfer(Direction dir,
+std::size_t FileHandle::device_transfer(detail::DeviceBackend& backend,
+                                        Direction dir,
+                                        detail::LocalFile const& file,
                                         CUcontext ctx,
                                         void* devPtr_base,
                                         std::size_t size,
@@ -239,31 +233,13 @@ std::size_t FileHandle::device_transfer(Direction dir,
   if (sync_default_stream) {
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
   }
-  bool const reading = dir == Direction::read;
-  std::size_t moved  = 0;
-  if (compat_.is_compat_mode_preferred()) {
-    int const direct =
-      (reading ? defaults::auto_direct_io_read() : defaults::auto_direct_io_write()) ? fd_direct_
-                                                                                     : -1;
-    moved = reading ? detail::posix_device_read(fd_,
-                                                devPtr_base,
-                                                size,
-                                                file_offset,
-                                                devPtr_offset,
-                                                direct,
-                                                defaults::auto_direct_io_read_overread())
-                    : detail::posix_device_write(
-                        fd_, devPtr_base, size, file_offset, devPtr_offset, direct);
-  } else {
-    auto& api         = cuFileAPI::instance();
-    auto const offset = static_cast<off_t>(file_offset);
-    auto const dev    = static_cast<off_t>(devPtr_offset);
-    ssize_t const ret = reading
-                          ? api.Read(compat_.cufile_handle(), devPtr_base, size, offset, dev)
-                          : api.Write(compat_.cufile_handle(), devPtr_base, size, offset, dev);
-    moved = cufile_bytes(ret, size, file_offset, reading ? "cuFileRead" : "cuFileWrite");
+  if (dir == Direction::read) {
+    detail::ChunkCursor cursor{size};
+    return backend.read_device(file, devPtr_base, devPtr_offset, file_offset, cursor);
   }
-  if (!reading) { grew_to(file_offset + moved); }
+  std::size_t const moved =
+    backend.write_device(file, devPtr_base, devPtr_offset, size, file_offset);
+  grew_to(file_offset + moved);
   return moved;
 }
 
@@ -280,33 +256,34 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
     task_size > 0, "`task_size` must be positive (FileHandle got 0)", std::invalid_argument);
   ThreadPool* const pool = pool_for(thread_pool);
   if (size == 0) { return make_ready_future<std::size_t>(0); }
-  bool const reading = dir == Direction::read;
-  int const direct = (reading ? defaults::auto_direct_io_read() : defaults::auto_direct_io_write())
-                       ? fd_direct_
-                       : -1;
-  std::size_t const alignment = direct >= 0 ? get_page_size() : 0;
+  bool const reading          = dir == Direction::read;
+  auto const file             = local_file(dir);
+  std::size_t const alignment = file.fd_direct >= 0 ? get_page_size() : 0;
+  std::size_t const threads   = pool->get_thread_count();
   if (is_host_memory(buf)) {
-    auto* const bytes = static_cast<std::byte*>(buf);
+    auto* const bytes   = static_cast<std::byte*>(buf);
+    auto* const backend = &detail::host_backend(reading, threads);
     if (size < gds_threshold) {  // small: a task hand-off would cost more than the transfer
-      return make_ready_future(host_transfer(dir, bytes, size, file_offset, direct));
+      return make_ready_future(host_transfer(*backend, dir, file, bytes, size, file_offset));
     }
-    // With io_uring, one range per pool thread: a thread keeps many requests in flight (kernel
-    // workers copy them), so fewer, longer tasks go as fast with fewer threads.
-    bool const uring = detail::io_uring_selected(reading);
+    // A backend that keeps many requests in flight per thread (io_uring: kernel workers copy
+    // them) gets one range per pool thread: fewer, longer tasks go as fast with fewer threads.
     return parallel_io(
-      [this, dir, bytes, direct](std::size_t buf_offset, std::size_t n, std::size_t offset) {
-        return host_transfer(dir, bytes + buf_offset, n, offset, direct);
+      [this, backend, dir, file, bytes](std::size_t buf_offset, std::size_t n, std::size_t offset) {
+        return host_transfer(*backend, dir, file, bytes + buf_offset, n, offset);
       },
       size,
       file_offset,
-      uring ? device_task_size(size, task_size, *pool) : task_size,
+      backend->deep_queue() ? device_task_size(size, task_size, *pool) : task_size,
       pool,
       alignment);
   }
-  CUcontext ctx = get_context_from_pointer(buf);
+  bool const cufile   = !compat_.is_compat_mode_preferred();
+  auto* const backend = &detail::device_backend(reading, threads, cufile);
+  CUcontext ctx       = get_context_from_pointer(buf);
   if (size < gds_threshold) {
     return make_ready_future(
-      device_transfer(dir, ctx, buf, size, file_offset, 0, sync_default_stream));
+      device_transfer(*backend, dir, file, ctx, buf, size, file_offset, 0, sync_default_stream));
   }
   if (sync_default_stream) {  // once per call, not per task
     PushAndPopContext const context{ctx};
@@ -314,33 +291,31 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
   }
   auto [base, base_size, base_offset] = get_alloc_info(buf, &ctx);
   (void)base_size;
-  if (reading && compat_.is_compat_mode_preferred()) {
+  if (reading && backend->shares_chunks()) {
     // Each pool thread takes the next chunk (a slot of its ring) when it is ready for one: its
     // ring overlaps reading with copying, and no thread holds a fixed share of the file, so one
     // that falls behind delays only its own chunk.
-    auto cursor = std::make_shared<detail::ChunkCursor>(size);
-    auto* dev   = static_cast<std::byte*>(base) + base_offset;
-    std::size_t const workers =
-      std::min<std::size_t>(pool->get_thread_count(), (size + task_size - 1) / task_size);
-    bool const overread = defaults::auto_direct_io_read_overread();
+    auto cursor               = std::make_shared<detail::ChunkCursor>(size);
+    std::size_t const workers = std::min<std::size_t>(threads, (size + task_size - 1) / task_size);
     return detail::parallel_workers(
-      [this, ctx, dev, file_offset, cursor, direct, overread] {
+      [backend, file, ctx, base = base, base_offset = base_offset, file_offset, cursor] {
         PushAndPopContext const context{ctx};
-        return detail::posix_device_read_chunks(fd_, dev, file_offset, *cursor, direct, overread);
+        return backend->read_device(file, base, base_offset, file_offset, *cursor);
       },
       workers,
       pool);
   }
   return parallel_io(
-    [this, dir, ctx, base = base, base_offset = base_offset](
+    [this, backend, dir, file, ctx, base = base, base_offset = base_offset](
       std::size_t buf_offset, std::size_t n, std::size_t offset) {
-      return device_transfer(dir, ctx, base, n, offset, base_offset + buf_offset, false);
+      return device_transfer(
+        *backend, dir, file, ctx, base, n, offset, base_offset + buf_offset, false);
     },
     size,
     file_offset,
     device_task_size(size, task_size, *pool),
     pool,
-    compat_.is_compat_mode_preferred() ? alignment : 0);
+    cufile ? 0 : alignment);
 }
 
 std::size_t FileHandle::read(void* devPtr_base,
@@ -353,13 +328,17 @@ std::size_t FileHandle::read(void* devPtr_base,
   check_range(devPtr_base, size, file_offset, "FileHandle::read");
   check_allowed(Direction::read);
   if (size == 0) { return 0; }
-  return device_transfer(Direction::read,
-                         get_context_from_pointer(devPtr_base),
-                         devPtr_base,
-                         size,
-                         file_offset,
-                         devPtr_offset,
-                         sync_default_stream);
+  return device_transfer(
+    detail::device_backend(
+      true, defaults::thread_pool_nthreads(), !compat_.is_compat_mode_preferred()),
+    Direction::read,
+    local_file(Direction::read),
+    get_context_from_pointer(devPtr_base),
+    devPtr_base,
+    size,
+    file_offset,
+    devPtr_offset,
+    sync_default_stream);
 }
 
 std::size_t FileHandle::write(void const* devPtr_base,
@@ -374,13 +353,17 @@ std::size_t FileHandle::write(void const* devPtr_base,
   if (size == 0) { return 0; }
   // The bytes are only read; one pointer type serves both directions.
   void* const base = const_cast<void*>(devPtr_base);
-  return device_transfer(Direction::write,
-                         get_context_from_pointer(devPtr_base),
-                         base,
-                         size,
-                         file_offset,
-                         devPtr_offset,
-                         sync_default_stream);
+  return device_transfer(
+    detail::device_backend(
+      false, defaults::thread_pool_nthreads(), !compat_.is_compat_mode_preferred()),
+    Direction::write,
+    local_file(Direction::write),
+    get_context_from_pointer(devPtr_base),
+    base,
+    size,
+    file_offset,
+    devPtr_offset,
+    sync_default_stream);
 }
 
 std::future<std::size_t> FileHandle::pread(void* buf,
@@ -470,9 +453,8 @@ void FileHandle::async_transfer(Direction dir,
   }
   PushAndPopContext const context{get_context_from_pointer(devPtr_base)};
   ThreadPool* const pool = pool_for(&defaults::thread_pool());
-  int const direct = (reading ? defaults::auto_direct_io_read() : defaults::auto_direct_io_write())
-                       ? fd_direct_
-                       : -1;
+  auto const file        = local_file(dir);
+  auto* const backend    = &detail::host_backend(reading, pool->get_thread_count());
   detail::run_stream_ordered(
     stream,
     reading,
@@ -480,8 +462,8 @@ void FileHandle::async_transfer(Direction dir,
     size,
     file_offset,
     defaults::task_size(),
-    [this, dir, direct](void* host, std::size_t n, std::size_t offset) {
-      return host_transfer(dir, static_cast<std::byte*>(host), n, offset, direct);
+    [this, backend, dir, file](void* host, std::size_t n, std::size_t offset) {
+      return host_transfer(*backend, dir, file, static_cast<std::byte*>(host), n, offset);
     },
     pool->get_thread_count(),
     detail::report_stream_ordered(bytes_p, std::move(error), what));

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include <kvikio/error.hpp>
+#include <kvikio/shim/cuda.hpp>
 
 #include "dynamic_library.hpp"
 
@@ -84,5 +85,51 @@ int cufile_version() noexcept
 namespace detail {
 std::string cufile_unavailable_reason() { return CuFileLoader::get().unavailable_reason; }
 }  // namespace detail
+
+namespace {
+
+struct CufileState {
+  bool usable{false};
+  bool gds{false};  // nvidia-fs is loaded: cuFile moves data by DMA, not by its own POSIX fallback
+  std::string reason;
+
+  CufileState()
+  {
+    if (!is_cufile_library_available()) {
+      reason = detail::cufile_unavailable_reason();
+      return;
+    }
+    if (!is_cuda_available()) {
+      reason = "cuFile needs a CUDA driver, and " + detail::cuda_unavailable_reason();
+      return;
+    }
+    auto const opened = cuFileAPI::instance().DriverOpen();
+    if (opened.err != CU_FILE_SUCCESS && opened.err != CU_FILE_DRIVER_ALREADY_OPEN) {
+      reason =
+        "cuFileDriverOpen failed: " + detail::cufile_error_description(opened.err, opened.cu_err);
+      return;
+    }
+    usable = true;  // the driver stays open for the life of the process
+    CUfileDrvProps_t props{};
+    gds = cuFileAPI::instance().DriverGetProperties(&props).err == CU_FILE_SUCCESS &&
+          props.nvfs.major_version > 0;
+  }
+
+  static CufileState const& get()
+  {
+    static CufileState const state;
+    return state;
+  }
+};
+
+}  // namespace
+
+namespace detail {
+bool is_cufile_usable() noexcept { return CufileState::get().usable; }
+bool is_gds_available() noexcept { return CufileState::get().gds; }
+std::string cufile_unusable_reason() { return CufileState::get().reason; }
+}  // namespace detail
+
+bool is_cufile_available() noexcept { return detail::is_cufile_usable(); }
 
 }  // namespace kvikio

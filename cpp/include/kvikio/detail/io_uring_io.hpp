@@ -13,7 +13,7 @@
 
 #include <cuda.h>
 
-#include <kvikio/detail/posix_io.hpp>
+#include <kvikio/detail/local_backend.hpp>
 
 namespace kvikio::detail {
 
@@ -27,12 +27,12 @@ namespace kvikio::detail {
 [[nodiscard]] bool io_uring_usable() noexcept;
 
 /**
- * @brief Whether this thread's reads (`reading`) or writes go through io_uring:
- * `KVIKIO_LOCAL_IO_BACKEND` asks for it (`io_uring`; `auto`: reads, while the pool has at most
- * half as many threads as there are cores) and io_uring_usable().
- * The one test every local I/O path makes.
+ * @brief The io_uring backend: the staged algorithms over this thread's ring
+ * (io_uring_transfer_all), device reads of page-cache descriptors staged by
+ * io_uring_read_to_device(); a thread whose ring is refused moves its bytes by system calls. One
+ * object for the process.
  */
-[[nodiscard]] bool io_uring_selected(bool reading);
+StagedBackend& io_uring_backend() noexcept;
 
 /**
  * @brief For tests: makes the probe and the rings of threads that have none yet fail with

@@ -111,6 +111,20 @@ bool is_cufile_available() noexcept;
 namespace detail {
 /// @brief Why `is_cufile_library_available()` is false ("" when it is true).
 std::string cufile_unavailable_reason();
+/**
+ * @brief Whether cuFile can be used: libcufile.so.0 loads, a CUDA driver works and the cuFile
+ * driver opens. Decided once per process (the driver then stays open). Never throws.
+ */
+bool is_cufile_usable() noexcept;
+/**
+ * @brief Whether cuFile is usable and GPUDirect Storage proper is available (nvidia-fs loaded).
+ * Compat mode AUTO uses cuFile only then: without nvidia-fs cuFile falls back to its own POSIX
+ * path, which gains nothing over KvikIO's and was seen returning before device data landed
+ * (H200, cuFile 1.15, docs/design.md). Never throws.
+ */
+bool is_gds_available() noexcept;
+/// @brief Why is_cufile_usable() is false ("" when it is true).
+std::string cufile_unusable_reason();
 }  // namespace detail
 
 }  // namespace kvikio

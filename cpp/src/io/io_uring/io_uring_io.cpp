@@ -24,9 +24,11 @@
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
-#include <kvikio/detail/posix_io.hpp>
+#include <kvikio/detail/nvtx.hpp>
+#include <kvikio/detail/local_backend.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/error.hpp>
+#include <kvikio/utils.hpp>
 
 namespace kvikio::detail {
 namespace {
@@ -416,21 +418,6 @@ bool io_uring_usable() noexcept
   return probed.load() == 1 && this_thread_ring() != nullptr;
 }
 
-bool io_uring_selected(bool reading)
-{
-  switch (defaults::local_io_backend()) {
-    case LocalIOBackend::IO_URING: return io_uring_usable();
-    case LocalIOBackend::AUTO: {
-      // io_uring's kernel workers copy on cores of their own: with more pool threads than half
-      // the cores, POSIX reads measured as fast into host memory and faster into device memory
-      // (16 threads on 16 cores: 36 GB/s against 42-50, docs/benchmarks.md).
-      return reading && defaults::thread_pool_nthreads() * 2 <= machine_cores() &&
-             io_uring_usable();
-    }
-    default: return false;
-  }
-}
-
 void set_io_uring_request_shape(std::size_t piece, unsigned depth)
 {
   KVIKIO_EXPECT(piece > 0 && piece <= (std::size_t{1} << 30),
@@ -556,6 +543,52 @@ std::size_t io_uring_read_to_device(
   ring.finish();
   if (requests.error()) { std::rethrow_exception(requests.error()); }
   return moved;
+}
+
+namespace {
+
+// The staged algorithms over this thread's ring; a thread whose ring was refused moves its bytes
+// by system calls (this_thread_ring_object() logged why).
+class IoUringBackend final : public StagedBackend {
+ public:
+  [[nodiscard]] std::string_view name() const noexcept override { return "io_uring"; }
+  [[nodiscard]] bool deep_queue() const noexcept override { return true; }
+  // Buffered reads: a deeper staging whose slots all have requests in flight at once.
+  std::size_t read_device(LocalFile const& file,
+                          void* base,
+                          std::size_t base_offset,
+                          std::size_t file_offset,
+                          ChunkCursor& cursor) override
+  {
+    if (file.fd_direct >= 0 || cursor.size() == 0 || this_thread_ring() == nullptr) {
+      return StagedBackend::read_device(file, base, base_offset, file_offset, cursor);
+    }
+    KVIKIO_NVTX_FUNC_RANGE();
+    return io_uring_read_to_device(file.fd,
+                                   convert_void2deviceptr(base) + base_offset,
+                                   file_offset,
+                                   cursor,
+                                   current_context_stream());
+  }
+
+ protected:
+  void transfer_all(
+    bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset, bool buffered) override
+  {
+    if (this_thread_ring() == nullptr) {
+      transfer_by_syscalls(read, fd, buf, size, offset);
+    } else {
+      io_uring_transfer_all(read, fd, buf, size, offset, buffered);
+    }
+  }
+};
+
+}  // namespace
+
+StagedBackend& io_uring_backend() noexcept
+{
+  static IoUringBackend backend;
+  return backend;
 }
 
 void set_io_uring_registered_buffers(bool on) noexcept { registered_buffers.store(on); }

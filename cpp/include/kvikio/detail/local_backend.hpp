@@ -1,0 +1,174 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file detail/local_backend.hpp
+ * @brief The seam between `FileHandle` and the local backends (POSIX, io_uring, cuFile): what a
+ * backend does for host memory (HostBackend), what it does for device memory (DeviceBackend),
+ * and the staged algorithms that the POSIX and io_uring backends share (StagedBackend).
+ *
+ * `FileHandle` picks the backends of each transfer (io/local_choice); a backend never decides
+ * about another one. Adding a backend means implementing one or both interfaces here and adding
+ * it to that choice.
+ */
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+#include <cuda.h>
+
+#include <kvikio/shim/cufile_h_wrapper.hpp>
+
+namespace kvikio::detail {
+
+/**
+ * @brief The chunks of one transfer of `size` bytes, handed out in order to whichever thread
+ * asks next: the threads of a device read each take the next chunk when they are ready for one,
+ * so that a thread that falls behind (descheduled, a slow page) holds up only its own chunk,
+ * not a fixed share of the file.
+ */
+class ChunkCursor {
+ public:
+  explicit ChunkCursor(std::size_t size) noexcept : size_{size} {}
+  /// @brief The next chunk, [first, first + length) of the transfer, at most `max_length`
+  /// bytes; none when every byte has been handed out.
+  struct Chunk {
+    std::size_t first, length;
+  };
+  std::optional<Chunk> take(std::size_t max_length) noexcept
+  {
+    std::size_t const first = next_.fetch_add(max_length, std::memory_order_relaxed);
+    if (first >= size_) { return std::nullopt; }
+    return Chunk{first, std::min(max_length, size_ - first)};
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+
+ private:
+  std::size_t size_;
+  std::atomic<std::size_t> next_{0};
+};
+
+/// @brief Throws the detail::EndOfFileError of a read of `size` bytes at `offset` past the end of
+/// `fd` (naming the file's size), for every local backend.
+[[noreturn]] void throw_read_past_end(int fd, std::size_t size, std::size_t offset);
+
+/// @brief An open file as the backends see it, for one transfer.
+struct LocalFile {
+  int fd{-1};                      ///< the page-cache descriptor
+  int fd_direct{-1};               ///< an O_DIRECT descriptor to use for aligned parts, or -1
+  bool overread{false};            ///< reads: an unaligned tail as one whole page via fd_direct
+  CUfileHandle_t cufile{nullptr};  ///< the registered cuFile handle, where cuFile serves the file
+};
+
+/// @brief A backend that moves bytes between a file and host memory, on the calling thread.
+class HostBackend {
+ public:
+  virtual ~HostBackend() = default;
+  /// @brief The name `KVIKIO_LOCAL_IO_BACKEND` and the logs use.
+  [[nodiscard]] virtual std::string_view name() const noexcept = 0;
+  /// @brief Whether one thread keeps many requests in flight: a parallel transfer then gives
+  /// each pool thread one long range instead of task-size pieces.
+  [[nodiscard]] virtual bool deep_queue() const noexcept = 0;
+  /**
+   * @brief Reads exactly `size` bytes at `offset`.
+   * @throws kvikio::detail::EndOfFileError if the file ends first (naming its size);
+   * kvikio::GenericSystemError if a read fails.
+   */
+  virtual std::size_t read_host(LocalFile const& file,
+                                void* buf,
+                                std::size_t size,
+                                std::size_t offset) = 0;
+  /// @brief Writes exactly `size` bytes at `offset`; throws kvikio::GenericSystemError.
+  virtual std::size_t write_host(LocalFile const& file,
+                                 void const* buf,
+                                 std::size_t size,
+                                 std::size_t offset) = 0;
+};
+
+/// @brief A backend that moves bytes between a file and device memory of the current context,
+/// on the calling thread.
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend()                                     = default;
+  [[nodiscard]] virtual std::string_view name() const noexcept = 0;
+  /// @brief Whether the threads of a parallel read share one ChunkCursor of small chunks (true)
+  /// or each reads a range of its own through a cursor of that range (false).
+  [[nodiscard]] virtual bool shares_chunks() const noexcept = 0;
+  /**
+   * @brief Reads the chunks of `cursor` (the transfer starts at `file_offset` and at
+   * `base + base_offset`; `base` is the allocation's start) until none is left; several threads
+   * may share the cursor. Returns the bytes this thread moved, once they are in device memory.
+   */
+  virtual std::size_t read_device(LocalFile const& file,
+                                  void* base,
+                                  std::size_t base_offset,
+                                  std::size_t file_offset,
+                                  ChunkCursor& cursor) = 0;
+  /// @brief Writes `size` bytes from `base + base_offset` at `file_offset`.
+  virtual std::size_t write_device(LocalFile const& file,
+                                   void const* base,
+                                   std::size_t base_offset,
+                                   std::size_t size,
+                                   std::size_t file_offset) = 0;
+};
+
+/**
+ * @brief The POSIX and io_uring backends: the same algorithms over a different way of moving
+ * bytes between a descriptor and host memory (transfer_all()).
+ *
+ * Host memory: with an O_DIRECT descriptor, the page-aligned middle of a range goes through it
+ * (straight into the caller's buffer when that is page aligned too, else through a page-aligned
+ * buffer of this thread) while the unaligned head and tail go through the page-cache one.
+ * Device memory: staged through a ring of pinned slots (BounceBufferRing) and this thread's
+ * stream, so that reading the next chunk overlaps the copy of the current one.
+ */
+class StagedBackend : public HostBackend, public DeviceBackend {
+ public:
+  [[nodiscard]] bool shares_chunks() const noexcept override { return true; }
+  std::size_t read_host(LocalFile const& file,
+                        void* buf,
+                        std::size_t size,
+                        std::size_t offset) override;
+  std::size_t write_host(LocalFile const& file,
+                         void const* buf,
+                         std::size_t size,
+                         std::size_t offset) override;
+  std::size_t read_device(LocalFile const& file,
+                          void* base,
+                          std::size_t base_offset,
+                          std::size_t file_offset,
+                          ChunkCursor& cursor) override;
+  std::size_t write_device(LocalFile const& file,
+                           void const* base,
+                           std::size_t base_offset,
+                           std::size_t size,
+                           std::size_t file_offset) override;
+
+ protected:
+  /**
+   * @brief Moves exactly `size` bytes at `offset` through `fd` (`buffered`: a page-cache
+   * descriptor; otherwise O_DIRECT, with `buf`, `size` and `offset` page aligned).
+   * @throws kvikio::detail::EndOfFileError for a read past the end; kvikio::GenericSystemError.
+   */
+  virtual void transfer_all(
+    bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset, bool buffered) = 0;
+  /// @brief transfer_all() by `pread`/`pwrite` calls, retried on EINTR and short transfers.
+  static void transfer_by_syscalls(
+    bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset);
+  /// @brief This thread's stream for the current context (device memory needs one).
+  /// @throws std::invalid_argument if no context is current.
+  static CUstream current_context_stream();
+
+ private:
+  std::size_t host_io(
+    bool read, LocalFile const& file, std::byte* buf, std::size_t size, std::size_t offset);
+  std::size_t transfer_direct(
+    bool read, int fd_direct, std::byte* buf, std::size_t length, std::size_t offset);
+};
+
+}  // namespace kvikio::detail
