@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <kvikio/bounce_buffer.hpp>
@@ -206,6 +207,85 @@ io_uring* this_thread_ring() noexcept
   std::abort();
 }
 
+/// A piece of a transfer: one request when it goes out.
+struct Piece {
+  std::byte* buf;
+  std::size_t len;
+  std::size_t offset;
+  std::size_t group;
+  int registered;
+};
+
+/// Pieces waiting for room on the ring, first out first; a retried piece goes back in front.
+/// A vector read from `head_`, so that its memory stays from one transfer to the next.
+class PieceQueue {
+ public:
+  [[nodiscard]] bool empty() const noexcept { return head_ == pieces_.size(); }
+  void push_back(Piece const& p) { pieces_.push_back(p); }
+  void push_front(Piece const& p)
+  {
+    if (head_ > 0) {
+      pieces_[--head_] = p;
+    } else {
+      pieces_.insert(pieces_.begin(), p);  // only a retry before anything went out
+    }
+  }
+  Piece pop_front() noexcept
+  {
+    Piece const p = pieces_[head_++];
+    if (empty()) { clear(); }
+    return p;
+  }
+  void clear() noexcept
+  {
+    pieces_.clear();
+    head_ = 0;
+  }
+  template <typename F>
+  void for_each(F f) const
+  {
+    for (std::size_t i = head_; i < pieces_.size(); ++i) {
+      f(pieces_[i]);
+    }
+  }
+
+ private:
+  std::vector<Piece> pieces_;
+  std::size_t head_{0};
+};
+
+/**
+ * The bookkeeping of a thread's transfers, kept from one to the next so that a transfer
+ * allocates nothing once the thread has made one of its shape: the requests in flight by the
+ * index each carries, the free indices, the pieces waiting for room, and per group the pieces
+ * not done (few groups are open at once: a transfer's staging slots).
+ */
+struct RequestState {
+  std::vector<Piece> slots;
+  std::vector<unsigned> free;
+  PieceQueue queued;
+  std::vector<std::pair<std::size_t, std::size_t>> left;  // (group, pieces not done)
+  bool in_use{false};
+
+  std::size_t& left_of(std::size_t group)
+  {
+    for (auto& [g, n] : left) {
+      if (g == group) { return n; }
+    }
+    return left.emplace_back(group, 0).second;
+  }
+  void erase_group(std::size_t group)
+  {
+    std::erase_if(left, [group](auto const& entry) { return entry.first == group; });
+  }
+};
+
+RequestState& this_thread_request_state() noexcept
+{
+  thread_local RequestState state;
+  return state;
+}
+
 /**
  * The requests of one transfer on this thread's ring: buffers cut into pieces, each piece in a
  * group (a staging slot, say); a group is done once all its pieces are. Pieces wait in a queue
@@ -223,17 +303,27 @@ class Requests {
       size_{size},
       offset_{offset},
       piece_{io_uring_piece_size()},
-      slots_(io_uring_queue_depth())
+      state_{this_thread_request_state()},
+      slots_{state_.slots},
+      free_{state_.free},
+      queued_{state_.queued}
   {
     ThreadRing* const ring = this_thread_ring_object();
     KVIKIO_EXPECT(ring != nullptr,
                   "io_uring: this thread has no ring (io_uring_setup refused)",
                   std::runtime_error);
+    // Completions of the ring are matched to this transfer's requests by index alone.
+    KVIKIO_EXPECT(!state_.in_use, "io_uring: a second transfer on one thread's ring at once");
+    state_.in_use = true;
     ring->apply_max_workers();
     ring_ = ring->get();
+    slots_.resize(io_uring_queue_depth());
+    free_.clear();
     for (auto i = static_cast<unsigned>(slots_.size()); i > 0; --i) {
       free_.push_back(i - 1);
     }
+    queued_.clear();
+    state_.left.clear();
   }
   ~Requests() noexcept
   {
@@ -241,6 +331,7 @@ class Requests {
     while (in_flight_ > 0 || pending_ > 0) {
       step();
     }
+    state_.in_use = false;
   }
   Requests(Requests const&)            = delete;
   Requests& operator=(Requests const&) = delete;
@@ -253,17 +344,17 @@ class Requests {
     for (std::size_t pos = 0; pos < len; pos += piece_) {
       queued_.push_back(
         Piece{buf + pos, std::min(piece_, len - pos), offset + pos, group, registered});
-      ++left_[group];
+      ++state_.left_of(group);
     }
   }
 
   /// Runs until group `group` is done.
   void wait_group(std::size_t group)
   {
-    while (left_[group] > 0) {
+    while (state_.left_of(group) > 0) {
       step();
     }
-    left_.erase(group);
+    state_.erase_group(group);
   }
 
   /// Runs until every group is done.
@@ -277,14 +368,6 @@ class Requests {
   [[nodiscard]] std::exception_ptr const& error() const noexcept { return error_; }
 
  private:
-  struct Piece {
-    std::byte* buf;
-    std::size_t len;
-    std::size_t offset;
-    std::size_t group;
-    int registered;
-  };
-
   // Submits what fits, waits for a completion and handles every one there is.
   void step()
   {
@@ -311,8 +394,7 @@ class Requests {
   void prepare_and_submit()
   {
     while (!failed_ && !free_.empty() && !queued_.empty()) {
-      Piece const p = queued_.front();
-      queued_.pop_front();
+      Piece const p       = queued_.pop_front();
       unsigned const slot = free_.back();
       free_.pop_back();
       slots_[slot]      = p;
@@ -330,9 +412,7 @@ class Requests {
       ++pending_;
     }
     if (failed_) {  // what is queued never goes out
-      for (auto const& p : queued_) {
-        --left_[p.group];
-      }
+      queued_.for_each([this](Piece const& p) { --state_.left_of(p.group); });
       queued_.clear();
     }
     if (pending_ > 0) {
@@ -360,7 +440,7 @@ class Requests {
       queued_.push_front(Piece{p.buf + n, p.len - n, p.offset + n, p.group, p.registered});
       return;
     }
-    --left_[p.group];
+    --state_.left_of(p.group);
     if (res > 0 || failed_) { return; }
     failed_ = true;
     try {
@@ -383,12 +463,12 @@ class Requests {
   std::size_t size_;
   std::size_t offset_;
   std::size_t piece_;
-  std::vector<Piece> slots_;  // by the index each request carries
-  std::vector<unsigned> free_;
-  std::deque<Piece> queued_;
-  std::map<std::size_t, std::size_t> left_;  // group -> pieces not done
-  unsigned pending_{0};                      // prepared, not yet taken by the kernel
-  unsigned in_flight_{0};                    // taken, not yet completed
+  RequestState& state_;
+  std::vector<Piece>& slots_;  // by the index each request carries
+  std::vector<unsigned>& free_;
+  PieceQueue& queued_;
+  unsigned pending_{0};    // prepared, not yet taken by the kernel
+  unsigned in_flight_{0};  // taken, not yet completed
   bool failed_{false};
   std::exception_ptr error_;
 };
