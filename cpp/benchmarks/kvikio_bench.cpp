@@ -75,6 +75,12 @@ int main(int argc, char** argv)
                       local.io_uring_unregistered,
                       "with --backend io_uring, also each variant with the staging buffers not "
                       "registered (plain requests instead of fixed ones)");
+  local_cmd
+    ->add_option("--devices",
+                 local.devices,
+                 "reads into these GPUs at once (e.g. 0,1), a pool of --threads threads each: "
+                 "per GPU and in total, beside the first GPU alone and pread into host memory")
+    ->delimiter(',');
   local_cmd->add_option("--async-reads", local.async_reads, "N for --api async")
     ->default_val(8)
     ->check(CLI::PositiveNumber);

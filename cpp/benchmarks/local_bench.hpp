@@ -31,6 +31,8 @@ struct LocalOptions {
   std::vector<std::string> backends{"posix"};
   std::vector<std::string> io_uring_shapes;
   bool io_uring_unregistered{false};
+  // Device reads into several GPUs at once (ordinals); empty: one GPU, the sweep above.
+  std::vector<int> devices;
 };
 
 /// Runs `kvikio_bench local ...`; returns the process exit code.

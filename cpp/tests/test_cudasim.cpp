@@ -617,6 +617,43 @@ TEST_F(OnDevice, HostMemoryUsedAsDeviceMemoryIsRejected)
   EXPECT_EQ(api().MemcpyHtoD(dev.ptr, dev.get(), 16), CUDA_ERROR_INVALID_VALUE);  // device as host
 }
 
+// Without peer access a device's engines reach only its own memory: a copy or memset on a stream
+// (or with a current context) of one device into another device's memory is refused, so that a
+// library that runs a transfer in the wrong context fails here even where a GPU would route the
+// bytes through unified addressing.
+TEST_F(OnDevice, AnotherDevicesMemoryIsRejected)
+{
+  SKIP_UNLESS_SIMULATOR("with unified addressing the driver may route such a copy itself");
+  int count = 0;
+  KVIKIO_CUDA_DRIVER_TRY(api().DeviceGetCount(&count));
+  if (count < 2) { GTEST_SKIP() << "needs 2 devices (the simulator runs with CUDASIM_DEVICES=2)"; }
+  CUcontext second = kvikio::get_primary_cuda_context(1);
+  KVIKIO_CUDA_DRIVER_TRY(api().CtxPushCurrent(second));
+  auto* other = new DeviceBuffer{64};  // device 1's memory
+  CUcontext popped{};
+  KVIKIO_CUDA_DRIVER_TRY(api().CtxPopCurrent(&popped));
+  PinnedBuffer host{64};
+  DeviceBuffer own{64};
+  Stream stream;  // device 0's
+  EXPECT_EQ(api().MemcpyHtoD(other->ptr, host.ptr, 16), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api().MemcpyDtoH(host.ptr, other->ptr, 16), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api().MemcpyHtoDAsync(other->ptr, host.ptr, 16, stream.handle),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api().MemcpyDtoDAsync(own.ptr, other->ptr, 16, stream.handle),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api().MemsetD8Async(other->ptr, 1, 16, stream.handle), CUDA_ERROR_INVALID_VALUE);
+  // Its own device's stream may.
+  KVIKIO_CUDA_DRIVER_TRY(api().CtxPushCurrent(second));
+  {
+    Stream theirs;
+    std::memset(host.ptr, 0x5A, 16);
+    EXPECT_EQ(api().MemcpyHtoDAsync(other->ptr, host.ptr, 16, theirs.handle), CUDA_SUCCESS);
+    EXPECT_EQ(api().StreamSynchronize(theirs.handle), CUDA_SUCCESS);
+  }
+  delete other;
+  KVIKIO_CUDA_DRIVER_TRY(api().CtxPopCurrent(&popped));
+}
+
 TEST_F(OnDevice, FreedAndOutOfRangeDeviceMemoryIsRejected)
 {
   // The driver rejects these synchronous copies the same way (seen on an H200, driver 580).

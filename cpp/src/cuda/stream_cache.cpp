@@ -13,26 +13,50 @@
 #include <kvikio/utils.hpp>
 
 namespace kvikio::detail {
+namespace {
+
+// Keyed by thread id: a thread that ends leaves its stream to the next thread given its id, so
+// pools that restart threads do not grow the number of streams.
+struct StreamCache {
+  std::mutex mutex;
+  std::map<std::pair<std::thread::id, CUcontext>, CUstream> streams;
+};
+
+StreamCache& cache()
+{
+  static auto* const instance = new StreamCache();  // never destroyed: streams outlive exit
+  return *instance;
+}
+
+}  // namespace
 
 CUstream stream_for_this_thread(CUcontext ctx)
 {
-  // Keyed by thread id: a thread that ends leaves its stream to the next thread given its id,
-  // so pools that restart threads do not grow the number of streams.
-  static std::mutex mutex;
-  static auto* const streams = new std::map<std::pair<std::thread::id, CUcontext>, CUstream>();
-  auto const key             = std::make_pair(std::this_thread::get_id(), ctx);
+  auto& c        = cache();
+  auto const key = std::make_pair(std::this_thread::get_id(), ctx);
   {
-    std::lock_guard const lock{mutex};
-    if (auto it = streams->find(key); it != streams->end()) { return it->second; }
+    std::lock_guard const lock{c.mutex};
+    if (auto it = c.streams.find(key); it != c.streams.end()) { return it->second; }
   }
   CUstream stream{};
   {
     PushAndPopContext const guard{ctx};
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   }
-  std::lock_guard const lock{mutex};
-  streams->emplace(key, stream);  // only this thread inserts this key
+  std::lock_guard const lock{c.mutex};
+  c.streams.emplace(key, stream);  // only this thread inserts this key
   return stream;
+}
+
+std::size_t stream_count(CUcontext ctx)
+{
+  auto& c = cache();
+  std::lock_guard const lock{c.mutex};
+  std::size_t n = 0;
+  for (auto const& [key, stream] : c.streams) {
+    n += key.second == ctx ? 1 : 0;
+  }
+  return n;
 }
 
 }  // namespace kvikio::detail

@@ -47,16 +47,29 @@ inline std::vector<std::uint8_t> pattern(std::size_t nbytes, std::uint32_t seed)
   return out;
 }
 
+/// Devices the driver reports (0 without a usable driver).
+inline int device_count()
+{
+  if (!kvikio::is_cuda_available()) { return 0; }
+  int count = 0;
+  KVIKIO_CUDA_DRIVER_TRY(api().DeviceGetCount(&count));
+  return count;
+}
+
+/// Why device tests cannot run here ("" if they can), for their skip message.
+inline std::string no_device_reason()
+{
+  if (!kvikio::is_cuda_available()) {
+    return "no CUDA device: " + kvikio::detail::cuda_unavailable_reason();
+  }
+  return device_count() == 0 ? "no CUDA device: the driver reports 0 devices" : "";
+}
+
 class OnDevice : public ::testing::Test {
  protected:
   void SetUp() override
   {
-    if (!kvikio::is_cuda_available()) {
-      GTEST_SKIP() << "no CUDA device: " << kvikio::detail::cuda_unavailable_reason();
-    }
-    int count = 0;
-    KVIKIO_CUDA_DRIVER_TRY(api().DeviceGetCount(&count));
-    if (count == 0) { GTEST_SKIP() << "no CUDA device: the driver reports 0 devices"; }
+    if (auto const why = no_device_reason(); !why.empty()) { GTEST_SKIP() << why; }
     ctx_ = kvikio::get_primary_cuda_context(0);
     KVIKIO_CUDA_DRIVER_TRY(api().CtxPushCurrent(ctx_));
   }

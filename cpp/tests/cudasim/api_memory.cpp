@@ -61,7 +61,24 @@ CUresult map_shared(
   return CUDA_SUCCESS;
 }
 
-CUresult device_operand(char const* entry, CUdeviceptr ptr, std::size_t nbytes, std::byte*& bytes)
+namespace {
+
+// The device whose engines run an operation on `stream`, or -1 where the stream is not valid
+// (enqueuing reports that). Caller holds mutex.
+int executing_device(CUstream stream)
+{
+  auto& sim = Simulator::get();
+  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
+    CUctx_st* const ctx = sim.current_context();
+    return ctx == nullptr ? -1 : ctx->device;
+  }
+  return sim.streams.count(stream) == 0 ? -1 : stream->ctx->device;
+}
+
+}  // namespace
+
+CUresult device_operand(
+  char const* entry, CUdeviceptr ptr, std::size_t nbytes, std::byte*& bytes, CUstream stream)
 {
   auto& sim = Simulator::get();
   auto* a   = sim.find(ptr, nbytes == 0 ? 1 : nbytes);
@@ -77,6 +94,13 @@ CUresult device_operand(char const* entry, CUdeviceptr ptr, std::size_t nbytes, 
       entry,
       "device pointer " + std::to_string(ptr) + " + " + std::to_string(nbytes) + " bytes " + why,
       CUDA_ERROR_INVALID_VALUE);
+  }
+  if (int const device = executing_device(stream); device >= 0 && a->device != device) {
+    return sim.misuse(entry,
+                      "device pointer " + std::to_string(ptr) + " is memory of device " +
+                        std::to_string(a->device) + ", used by an operation on device " +
+                        std::to_string(device) + " (no peer access)",
+                      CUDA_ERROR_INVALID_VALUE);
   }
   bytes = a->bytes + (ptr - a->base);
   return CUDA_SUCCESS;
@@ -103,14 +127,15 @@ CUresult host_operand(
   return CUDA_SUCCESS;
 }
 
-CUresult classify(char const* entry, std::uintptr_t ptr, std::size_t nbytes, Operand& out)
+CUresult classify(
+  char const* entry, std::uintptr_t ptr, std::size_t nbytes, Operand& out, CUstream stream)
 {
   auto& sim = Simulator::get();
   auto* a   = sim.find(ptr);
   if (a != nullptr &&
       (a->kind == Allocation::Kind::device || a->kind == Allocation::Kind::ipc_opened)) {
     out.pageable = false;
-    return device_operand(entry, ptr, nbytes, out.bytes);
+    return device_operand(entry, ptr, nbytes, out.bytes, stream);
   }
   return host_operand(entry, reinterpret_cast<void const*>(ptr), nbytes, out.bytes, out.pageable);
 }
@@ -375,7 +400,8 @@ CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dstDevice, void const* srcHost, size_t
   bool pageable  = false;
   {
     std::lock_guard const lock{Simulator::get().mutex};
-    if (auto r = device_operand("cuMemcpyHtoD", dstDevice, ByteCount, dst); r != CUDA_SUCCESS) {
+    if (auto r = device_operand("cuMemcpyHtoD", dstDevice, ByteCount, dst, nullptr);
+        r != CUDA_SUCCESS) {
       return r;
     }
     if (auto r = host_operand("cuMemcpyHtoD", srcHost, ByteCount, src, pageable);
@@ -401,7 +427,8 @@ CUresult CUDAAPI cuMemcpyDtoH(void* dstHost, CUdeviceptr srcDevice, size_t ByteC
   bool pageable  = false;
   {
     std::lock_guard const lock{Simulator::get().mutex};
-    if (auto r = device_operand("cuMemcpyDtoH", srcDevice, ByteCount, src); r != CUDA_SUCCESS) {
+    if (auto r = device_operand("cuMemcpyDtoH", srcDevice, ByteCount, src, nullptr);
+        r != CUDA_SUCCESS) {
       return r;
     }
     if (auto r = host_operand("cuMemcpyDtoH", dstHost, ByteCount, dst, pageable);
@@ -420,10 +447,12 @@ CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size
   std::byte* src = nullptr;
   {
     std::lock_guard const lock{Simulator::get().mutex};
-    if (auto r = device_operand("cuMemcpyDtoD", dstDevice, ByteCount, dst); r != CUDA_SUCCESS) {
+    if (auto r = device_operand("cuMemcpyDtoD", dstDevice, ByteCount, dst, nullptr);
+        r != CUDA_SUCCESS) {
       return r;
     }
-    if (auto r = device_operand("cuMemcpyDtoD", srcDevice, ByteCount, src); r != CUDA_SUCCESS) {
+    if (auto r = device_operand("cuMemcpyDtoD", srcDevice, ByteCount, src, nullptr);
+        r != CUDA_SUCCESS) {
       return r;
     }
   }
@@ -437,7 +466,9 @@ CUresult CUDAAPI cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N)
   std::byte* dst = nullptr;
   {
     std::lock_guard const lock{Simulator::get().mutex};
-    if (auto r = device_operand("cuMemsetD8", dstDevice, N, dst); r != CUDA_SUCCESS) { return r; }
+    if (auto r = device_operand("cuMemsetD8", dstDevice, N, dst, nullptr); r != CUDA_SUCCESS) {
+      return r;
+    }
   }
   return run_on_stream(
     "cuMemsetD8", nullptr, [=] { cudasim::dma_set(dst, uc, N); }, true);

@@ -63,12 +63,12 @@ CUresult copy_async(char const* entry,
   cudasim::Operand d, s;
   {
     std::lock_guard const lock{sim.mutex};
-    CUresult r = dst_device ? cudasim::device_operand(entry, dst, n, d.bytes)
+    CUresult r = dst_device ? cudasim::device_operand(entry, dst, n, d.bytes, stream)
                             : cudasim::host_operand(
                                 entry, reinterpret_cast<void*>(dst), n, d.bytes, d.pageable);
     if (r != CUDA_SUCCESS) { return r; }
     r = src_device
-          ? cudasim::device_operand(entry, src, n, s.bytes)
+          ? cudasim::device_operand(entry, src, n, s.bytes, stream)
           : cudasim::host_operand(entry, reinterpret_cast<void*>(src), n, s.bytes, s.pageable);
     if (r != CUDA_SUCCESS) { return r; }
   }
@@ -77,14 +77,17 @@ CUresult copy_async(char const* entry,
 
 // A 4-byte word that stream memory operations may use: device memory, or pinned/registered host
 // memory (mapped at the same address).
-CUresult stream_word(char const* entry, CUdeviceptr addr, std::atomic<std::uint32_t>*& word)
+CUresult stream_word(char const* entry,
+                     CUdeviceptr addr,
+                     std::atomic<std::uint32_t>*& word,
+                     CUstream stream)
 {
   auto& sim = Simulator::get();
   if (addr % 4 != 0) {
     return sim.misuse(entry, "address not 4-byte aligned", CUDA_ERROR_INVALID_VALUE);
   }
   cudasim::Operand op;
-  if (auto r = cudasim::classify(entry, addr, 4, op); r != CUDA_SUCCESS) { return r; }
+  if (auto r = cudasim::classify(entry, addr, 4, op, stream); r != CUDA_SUCCESS) { return r; }
   if (op.pageable) {
     return sim.misuse(
       entry, "pageable host memory is not visible to the device", CUDA_ERROR_INVALID_VALUE);
@@ -232,7 +235,9 @@ CUresult CUDAAPI cuStreamWaitValue32(CUstream stream,
   if (condition > CU_STREAM_WAIT_VALUE_NOR) { return CUDA_ERROR_INVALID_VALUE; }
   std::lock_guard const lock{sim.mutex};
   std::atomic<std::uint32_t>* word = nullptr;
-  if (auto r = stream_word("cuStreamWaitValue32", addr, word); r != CUDA_SUCCESS) { return r; }
+  if (auto r = stream_word("cuStreamWaitValue32", addr, word, stream); r != CUDA_SUCCESS) {
+    return r;
+  }
   CUresult r{};
   auto* s = cudasim::resolve_stream(stream, "cuStreamWaitValue32", r);
   if (s == nullptr) { return r; }
@@ -252,7 +257,9 @@ CUresult CUDAAPI cuStreamWriteValue32(CUstream stream,
   }
   std::lock_guard const lock{sim.mutex};
   std::atomic<std::uint32_t>* word = nullptr;
-  if (auto r = stream_word("cuStreamWriteValue32", addr, word); r != CUDA_SUCCESS) { return r; }
+  if (auto r = stream_word("cuStreamWriteValue32", addr, word, stream); r != CUDA_SUCCESS) {
+    return r;
+  }
   CUresult r{};
   auto* s = cudasim::resolve_stream(stream, "cuStreamWriteValue32", r);
   if (s == nullptr) { return r; }
@@ -281,7 +288,7 @@ CUresult CUDAAPI cuStreamBatchMemOp(CUstream stream,
       unsigned const condition =
         p.waitValue.flags & ~static_cast<unsigned>(CU_STREAM_WAIT_VALUE_FLUSH);
       if (condition > CU_STREAM_WAIT_VALUE_NOR) { return CUDA_ERROR_INVALID_VALUE; }
-      if (auto r = stream_word("cuStreamBatchMemOp", p.waitValue.address, word);
+      if (auto r = stream_word("cuStreamBatchMemOp", p.waitValue.address, word, stream);
           r != CUDA_SUCCESS) {
         return r;
       }
@@ -291,7 +298,7 @@ CUresult CUDAAPI cuStreamBatchMemOp(CUstream stream,
           0) {
         return CUDA_ERROR_INVALID_VALUE;
       }
-      if (auto r = stream_word("cuStreamBatchMemOp", p.writeValue.address, word);
+      if (auto r = stream_word("cuStreamBatchMemOp", p.writeValue.address, word, stream);
           r != CUDA_SUCCESS) {
         return r;
       }
@@ -488,10 +495,12 @@ CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCoun
   cudasim::Operand d, s;
   {
     std::lock_guard const lock{Simulator::get().mutex};
-    if (auto r = cudasim::classify("cuMemcpyAsync", dst, ByteCount, d); r != CUDA_SUCCESS) {
+    if (auto r = cudasim::classify("cuMemcpyAsync", dst, ByteCount, d, hStream);
+        r != CUDA_SUCCESS) {
       return r;
     }
-    if (auto r = cudasim::classify("cuMemcpyAsync", src, ByteCount, s); r != CUDA_SUCCESS) {
+    if (auto r = cudasim::classify("cuMemcpyAsync", src, ByteCount, s, hStream);
+        r != CUDA_SUCCESS) {
       return r;
     }
   }
@@ -507,7 +516,8 @@ CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice,
   std::byte* dst = nullptr;
   {
     std::lock_guard const lock{Simulator::get().mutex};
-    if (auto r = cudasim::device_operand("cuMemsetD8Async", dstDevice, N, dst); r != CUDA_SUCCESS) {
+    if (auto r = cudasim::device_operand("cuMemsetD8Async", dstDevice, N, dst, hStream);
+        r != CUDA_SUCCESS) {
       return r;
     }
   }
@@ -553,11 +563,11 @@ CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr* dsts,
       for (std::size_t i = first; i < last; ++i) {
         auto& c = copies[i];
         c.n     = sizes[i];
-        if (auto r = cudasim::classify("cuMemcpyBatchAsync", dsts[i], c.n, c.dst);
+        if (auto r = cudasim::classify("cuMemcpyBatchAsync", dsts[i], c.n, c.dst, hStream);
             r != CUDA_SUCCESS) {
           return r;
         }
-        if (auto r = cudasim::classify("cuMemcpyBatchAsync", srcs[i], c.n, c.src);
+        if (auto r = cudasim::classify("cuMemcpyBatchAsync", srcs[i], c.n, c.src, hStream);
             r != CUDA_SUCCESS) {
           return r;
         }

@@ -29,13 +29,17 @@ CUresult map_shared(
   int fd, std::size_t size, std::uintptr_t& base, std::byte*& bytes, std::size_t& mapped);
 
 // Operand checks. Callers hold Simulator::mutex. A failure is logged as misuse.
-/// [ptr, ptr + nbytes) must lie in one device allocation.
-CUresult device_operand(char const* entry, CUdeviceptr ptr, std::size_t nbytes, std::byte*& bytes);
+/// [ptr, ptr + nbytes) must lie in one device allocation, of the device that `stream` runs on
+/// (0 and the default streams: the current context's): as on a GPU without peer access, a
+/// device's copy engines reach only its own memory.
+CUresult device_operand(
+  char const* entry, CUdeviceptr ptr, std::size_t nbytes, std::byte*& bytes, CUstream stream);
 /// `ptr` must not be device memory; pinned ranges must not run past their allocation.
 CUresult host_operand(
   char const* entry, void const* ptr, std::size_t nbytes, std::byte*& bytes, bool& pageable);
-/// Either kind, told apart by the table (unified addressing).
-CUresult classify(char const* entry, std::uintptr_t ptr, std::size_t nbytes, Operand& out);
+/// Either kind, told apart by the table (unified addressing); device memory as device_operand().
+CUresult classify(
+  char const* entry, std::uintptr_t ptr, std::size_t nbytes, Operand& out, CUstream stream);
 
 /// Runs `work` on a stream (0: the legacy default stream); waits for it if `synchronous`.
 CUresult run_on_stream(char const* entry,

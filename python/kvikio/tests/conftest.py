@@ -21,11 +21,11 @@ class _Driver:
     """The few driver calls the tests need, straight from libcuda.so.1 (not through kvikio:
     an independent way to put bytes in and get them out)."""
 
-    def __init__(self):
+    def __init__(self, ordinal: int = 0):
         self.lib = ctypes.CDLL("libcuda.so.1")
         self.check(self.lib.cuInit(0), "cuInit")
         device = ctypes.c_int()
-        self.check(self.lib.cuDeviceGet(ctypes.byref(device), 0), "cuDeviceGet")
+        self.check(self.lib.cuDeviceGet(ctypes.byref(device), ordinal), "cuDeviceGet")
         self.ctx = ctypes.c_void_p()
         self.check(self.lib.cuDevicePrimaryCtxRetain(ctypes.byref(self.ctx), device), "retain")
 
@@ -37,6 +37,10 @@ class _Driver:
     def push(self) -> None:
         self.check(self.lib.cuCtxPushCurrent_v2(self.ctx), "cuCtxPushCurrent")
 
+    def pop(self) -> None:
+        popped = ctypes.c_void_p()
+        self.check(self.lib.cuCtxPopCurrent_v2(ctypes.byref(popped)), "cuCtxPopCurrent")
+
 
 _driver = None
 
@@ -47,6 +51,71 @@ def driver() -> _Driver:
         _driver = _Driver()
     _driver.push()  # this thread's current context (pushes nest; harmless)
     return _driver
+
+
+def device_count() -> int:
+    """Devices the loaded driver reports (CuPy's where it is importable)."""
+    if cupy is not None:
+        return cupy.cuda.runtime.getDeviceCount()
+    d = driver()
+    n = ctypes.c_int()
+    d.check(d.lib.cuDeviceGetCount(ctypes.byref(n)), "cuDeviceGetCount")
+    return n.value
+
+
+class OtherDeviceArray:
+    """Device memory of device ``ordinal`` through ctypes; every call pushes that device's
+    primary context and pops it, so the caller's current context stays what it was."""
+
+    def __init__(self, data: np.ndarray, ordinal: int):
+        self._d = _Driver(ordinal)
+        data = np.ascontiguousarray(data).view(np.uint8)
+        self.nbytes = data.nbytes
+        self.ptr = ctypes.c_uint64()
+        self._d.push()
+        try:
+            self._d.check(self._d.lib.cuMemAlloc_v2(ctypes.byref(self.ptr), max(self.nbytes, 1)),
+                          "cuMemAlloc")
+            self._d.check(self._d.lib.cuMemcpyHtoD_v2(
+                self.ptr, data.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(self.nbytes)),
+                "cuMemcpyHtoD")
+            self._d.check(self._d.lib.cuCtxSynchronize(), "cuCtxSynchronize")
+        finally:
+            self._d.pop()
+        self.__cuda_array_interface__ = {
+            "shape": (self.nbytes,), "typestr": "|u1", "data": (self.ptr.value, False),
+            "strides": None, "version": 3,
+        }
+
+    def __del__(self):
+        self._d.push()
+        self._d.lib.cuMemFree_v2(self.ptr)
+        self._d.pop()
+
+    def view(self, offset: int, nbytes: int):
+        """Bytes [offset, offset + nbytes) as an array of their own (the memory stays this
+        object's)."""
+        parent = self
+
+        class View:
+            keep = parent
+            __cuda_array_interface__ = {
+                "shape": (nbytes,), "typestr": "|u1", "data": (self.ptr.value + offset, False),
+                "strides": None, "version": 3,
+            }
+
+        return View()
+
+    def to_host(self) -> np.ndarray:
+        out = np.empty(self.nbytes, np.uint8)
+        self._d.push()
+        try:
+            self._d.check(self._d.lib.cuMemcpyDtoH_v2(
+                out.ctypes.data_as(ctypes.c_void_p), self.ptr, ctypes.c_size_t(self.nbytes)),
+                "cuMemcpyDtoH")
+        finally:
+            self._d.pop()
+        return out
 
 
 class DeviceArray:
@@ -112,9 +181,28 @@ def device():
             return Device.array(np.full(nbytes, POISON, np.uint8))
 
         @staticmethod
+        def empty_on(ordinal: int, nbytes: int):
+            """Poisoned memory of device ``ordinal``; the current device stays as it was."""
+            data = np.full(nbytes, POISON, np.uint8)
+            if cupy is not None:
+                with cupy.cuda.Device(ordinal):
+                    a = cupy.asarray(data)
+                    cupy.cuda.runtime.deviceSynchronize()
+                    return a
+            return OtherDeviceArray(data, ordinal)
+
+        @staticmethod
+        def part(a, offset: int, nbytes: int):
+            """Bytes [offset, offset + nbytes) of an array from empty_on()."""
+            if cupy is not None:
+                return a[offset:offset + nbytes]
+            return a.view(offset, nbytes)
+
+        @staticmethod
         def to_host(a) -> np.ndarray:
             if cupy is not None:
-                return cupy.asnumpy(a).view(np.uint8).ravel()
+                with cupy.cuda.Device(a.device.id):
+                    return cupy.asnumpy(a).view(np.uint8).ravel()
             return a.to_host()
 
         @staticmethod

@@ -3,6 +3,8 @@
  */
 #pragma once
 
+#include <cstddef>
+
 #include <cuda.h>
 
 namespace kvikio::detail {
@@ -15,5 +17,9 @@ namespace kvikio::detail {
  * @throws kvikio::CUfileException if the stream cannot be created.
  */
 CUstream stream_for_this_thread(CUcontext ctx);
+
+/// @brief Streams stream_for_this_thread() has created in `ctx` (one per thread that did device
+/// I/O there): per-context state stays per context. For tests and introspection.
+[[nodiscard]] std::size_t stream_count(CUcontext ctx);
 
 }  // namespace kvikio::detail
