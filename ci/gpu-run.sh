@@ -22,9 +22,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT
 status=0
 rm -f build/release/cudasim/libcuda.so*
 # Simulator-only entries (failure injection, shared hardware queues, the label "simulator") need
-# the simulator; the
-# checks of the project's records (project.*) need PyYAML, which that machine lacks, and test
-# nothing of the machine.
+# the simulator; the checks of the project's records (project.*) need PyYAML, which that machine
+# lacks, and test nothing of the machine.
 exclude="injected_failure|shared_hardware_queue|project\\."
 if [[ -d $root/.device-run/pylib ]]; then
   export PYTHONPATH=$root/.device-run/pylib
