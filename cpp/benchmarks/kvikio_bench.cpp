@@ -132,6 +132,13 @@ int main(int argc, char** argv)
     ->default_val(5)
     ->check(CLI::PositiveNumber);
   remote_cmd->add_option("--json", remote.json, "append one JSON line per row to this file");
+  remote_cmd
+    ->add_option("--devices",
+                 remote.devices,
+                 "reads of the whole object into these GPUs at once (e.g. 0,1), through the first "
+                 "--backend (easy: a pool of --threads threads per GPU): per GPU and in total, "
+                 "beside the first GPU alone and host memory")
+    ->delimiter(',');
 #endif
   CLI11_PARSE(app, argc, argv);
   try {

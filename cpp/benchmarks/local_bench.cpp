@@ -38,6 +38,7 @@
 #include <kvikio/utils.hpp>
 
 #include "bench_common.hpp"
+#include "devices_bench.hpp"
 
 namespace kvikio::bench {
 namespace {
@@ -125,133 +126,27 @@ void ensure_file(std::string const& path, std::size_t size)
   if (current < size) { create_file(path, size); }
 }
 
-// `kvikio_bench local read --mem device --devices 0,1,...`: the whole hot file into every listed
-// GPU at once, each with a pool of its own, beside the first GPU alone and beside one pread into
-// host memory (what the host's page cache gives); interleaved, per thread count.
+// `kvikio_bench local read --mem device --devices 0,1,...` (devices_bench.hpp).
 int run_local_devices(LocalOptions const& o)
 {
   KVIKIO_EXPECT(o.op == "read" && o.mem == "device" && o.api == "pread" && o.random_ops == 0,
                 "--devices needs read, --mem device and --api pread",
                 std::invalid_argument);
-  std::size_t const size = parse_size(o.size_text);
-  std::size_t const task = parse_size(o.task_size_text);
-  if (o.create) { ensure_file(o.file, size); }
-  auto& api = cudaAPI::instance();
-  int count = 0;
-  KVIKIO_CUDA_DRIVER_TRY(api.DeviceGetCount(&count));
-  std::string list;
-  for (int d : o.devices) {
-    KVIKIO_EXPECT(d >= 0 && d < count,
-                  "--devices: no GPU " + std::to_string(d) + " (this machine has " +
-                    std::to_string(count) + ")",
-                  std::invalid_argument);
-    if (!list.empty()) { list += ','; }
-    list += std::to_string(d);
-  }
-  struct Target {
-    int ordinal;
-    CUcontext ctx;
-    CUdeviceptr dptr;
-  };
-  std::vector<Target> targets;
-  for (int d : o.devices) {
-    CUcontext const ctx = get_primary_cuda_context(d);
-    PushAndPopContext const in{ctx};
-    CUdeviceptr dptr{};
-    KVIKIO_CUDA_DRIVER_TRY(api.MemAlloc(&dptr, size));
-    targets.push_back({d, ctx, dptr});
-  }
-  std::unique_ptr<char, void (*)(void*)> host{
-    static_cast<char*>(std::aligned_alloc(4096, (size + 4095) / 4096 * 4096)), std::free};
-  KVIKIO_EXPECT(host != nullptr, "cannot allocate the host buffer");
-  std::memset(host.get(), 0x5A, size);  // fault the pages in before timing
-
+  DevicesRun const run{
+    o.devices, parse_size(o.size_text), parse_size(o.task_size_text), o.threads, o.repeat};
+  if (o.create) { ensure_file(o.file, run.size); }
   FileHandle file{o.file, "r"};
-  (void)file.pread(host.get(), size, 0, task).get();  // into the page cache
-  std::vector<Row> rows;
-  for (unsigned nthreads : o.threads) {
-    defaults::set_thread_pool_nthreads(nthreads);
-    std::vector<std::unique_ptr<ThreadPool>> pools;
-    for (std::size_t i = 0; i < targets.size(); ++i) {
-      pools.push_back(std::make_unique<ThreadPool>(nthreads));
-    }
-    auto read_into = [&](std::size_t i) {
-      auto* buf = reinterpret_cast<void*>(targets[i].dptr);
-      KVIKIO_EXPECT(file.pread(buf, size, 0, task, 0, false, pools[i].get()).get() == size,
-                    "short read");
-    };
-    Row host_row{"read", "host", "pread into host memory", nthreads, task, size, {}};
-    Row alone{"read",
-              "device",
-              "GPU " + std::to_string(targets.front().ordinal) + " alone",
-              nthreads,
-              task,
-              size,
-              {}};
-    Row total{"read",
-              "device",
-              "GPUs " + list + " at once, total",
-              nthreads,
-              task,
-              size * targets.size(),
-              {}};
-    std::vector<Row> each;
-    for (auto const& t : targets) {
-      each.push_back(Row{"read",
-                         "device",
-                         "GPU " + std::to_string(t.ordinal) + " of " + list,
-                         nthreads,
-                         task,
-                         size,
-                         {}});
-    }
-    for (unsigned rep = 0; rep < o.repeat; ++rep) {
-      progress("threads " + std::to_string(nthreads) + ", run " + std::to_string(rep + 1));
-      host_row.runs.push_back(measure([&] { (void)file.pread(host.get(), size, 0, task).get(); }));
-      alone.runs.push_back(measure([&] { read_into(0); }));
-      std::vector<double> seconds(targets.size());
-      total.runs.push_back(measure([&] {
-        std::vector<std::thread> readers;
-        for (std::size_t i = 0; i < targets.size(); ++i) {
-          readers.emplace_back([&, i] {
-            auto const t0 = std::chrono::steady_clock::now();
-            read_into(i);
-            seconds[i] =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          });
-        }
-        for (auto& r : readers) {
-          r.join();
-        }
-      }));
-      for (std::size_t i = 0; i < targets.size(); ++i) {
-        each[i].runs.push_back({seconds[i], total.runs.back().cpu_seconds});
-      }
-    }
-    rows.push_back(std::move(host_row));
-    rows.push_back(std::move(alone));
-    rows.push_back(std::move(total));
-    for (auto& r : each) {
-      rows.push_back(std::move(r));
-    }
-  }
-  progress("");
-  for (auto const& t : targets) {
-    PushAndPopContext const in{t.ctx};
-    KVIKIO_CUDA_DRIVER_TRY(api.MemFree(t.dptr));
-  }
+  auto const read = [&](void* dst, ThreadPool* pool) {
+    KVIKIO_EXPECT(file.pread(dst, run.size, 0, run.task, 0, false, pool).get() == run.size,
+                  "short read");
+  };
   std::string const date = utc_now();
   std::string const gpu  = gpu_name();
-  std::printf(
-    "kvikio_bench local read into GPUs %s at once (a pool of the row's threads per GPU): %s, "
-    "%zu bytes each, hot, GPU %s, %s\n(per-GPU rows: that GPU's own time; their CPU column is "
-    "the whole run's)\n",
-    list.c_str(),
-    o.file.c_str(),
-    size,
-    gpu.c_str(),
-    date.c_str());
-  print_table(rows);
+  auto const rows =
+    run_devices(run,
+                read,
+                "kvikio_bench local read: " + o.file + ", " + std::to_string(run.size) +
+                  " bytes each, hot, GPU " + gpu + ", " + date);
   if (!o.json.empty()) {
     write_json_lines(
       o.json, rows, ",\"cache\":\"hot\",\"direct\":false" + machine_json_fields(gpu, date));

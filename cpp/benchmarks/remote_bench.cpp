@@ -26,6 +26,7 @@
 #include <kvikio/utils.hpp>
 
 #include "bench_common.hpp"
+#include "devices_bench.hpp"
 
 namespace kvikio::bench {
 namespace {
@@ -91,6 +92,33 @@ void curl_single_get(std::string const& url, char* dst, std::size_t size)
   curl_easy_cleanup(h);
 }
 
+// `kvikio_bench remote read --mem device --devices 0,1,...`: the whole object into every GPU at
+// once through the first transport asked for (easy: each GPU's pool; multi-poll: the reactors).
+int run_remote_devices(RemoteOptions const& o, RemoteHandle& handle)
+{
+  KVIKIO_EXPECT(o.mem == "device", "--devices needs --mem device", std::invalid_argument);
+  defaults::set_remote_backend(o.backends.front() == "easy"
+                                 ? RemoteBackendType::LIBCURL_EASY
+                                 : RemoteBackendType::LIBCURL_MULTI_POLL);
+  DevicesRun const run{
+    o.devices, handle.nbytes(), parse_size(o.task_size_text), o.threads, o.repeat};
+  auto const read = [&](void* dst, ThreadPool* pool) {
+    KVIKIO_EXPECT(handle.pread(dst, run.size, 0, run.task, pool).get() == run.size,
+                  "short remote read");
+  };
+  std::string const date = utc_now();
+  std::string const gpu  = gpu_name();
+  auto const rows =
+    run_devices(run,
+                read,
+                "kvikio_bench remote read: " + o.url + ", " + std::to_string(run.size) +
+                  " bytes each, " + o.backends.front() + ", GPU " + gpu + ", " + date);
+  if (!o.json.empty()) {
+    write_json_lines(o.json, rows, ",\"url\":\"" + o.url + "\"" + machine_json_fields(gpu, date));
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_remote(RemoteOptions const& o)
@@ -98,6 +126,7 @@ int run_remote(RemoteOptions const& o)
   std::size_t const task = parse_size(o.task_size_text);
   bool const device      = o.mem == "device";
   auto handle            = RemoteHandle::open(o.url);
+  if (!o.devices.empty()) { return run_remote_devices(o, handle); }
   std::size_t const size = handle.nbytes();
   std::unique_ptr<char, void (*)(void*)> host{static_cast<char*>(std::malloc(size)), std::free};
   KVIKIO_EXPECT(host != nullptr, "cannot allocate the host buffer");

@@ -20,6 +20,7 @@ struct RemoteOptions {
   unsigned connections{0};  ///< multi_poll transfers in flight per reactor; 0: N / reactors
   unsigned repeat{5};
   std::string json;
+  std::vector<int> devices;  ///< reads into these GPUs at once (devices_bench.hpp); empty: one
 };
 
 /// Runs `kvikio_bench remote read ...`; returns the process exit code.
