@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -628,29 +629,37 @@ TEST_F(OnDevice, AnotherDevicesMemoryIsRejected)
   KVIKIO_CUDA_DRIVER_TRY(api().DeviceGetCount(&count));
   if (count < 2) { GTEST_SKIP() << "needs 2 devices (the simulator runs with CUDASIM_DEVICES=2)"; }
   CUcontext second = kvikio::get_primary_cuda_context(1);
-  KVIKIO_CUDA_DRIVER_TRY(api().CtxPushCurrent(second));
-  auto* other = new DeviceBuffer{64};  // device 1's memory
   CUcontext popped{};
+  std::optional<DeviceBuffer> other;  // device 1's memory, freed with device 1 current
+  std::optional<Stream> theirs;       // a stream of device 1
+  KVIKIO_CUDA_DRIVER_TRY(api().CtxPushCurrent(second));
+  other.emplace(64);
+  theirs.emplace();
   KVIKIO_CUDA_DRIVER_TRY(api().CtxPopCurrent(&popped));
   PinnedBuffer host{64};
   DeviceBuffer own{64};
   Stream stream;  // device 0's
+  // With device 0 current: synchronous calls, the default streams and device 0's stream.
   EXPECT_EQ(api().MemcpyHtoD(other->ptr, host.ptr, 16), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(api().MemcpyDtoH(host.ptr, other->ptr, 16), CUDA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(api().MemcpyHtoDAsync(other->ptr, host.ptr, 16, stream.handle),
-            CUDA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(api().MemcpyDtoDAsync(own.ptr, other->ptr, 16, stream.handle),
-            CUDA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(api().MemsetD8Async(other->ptr, 1, 16, stream.handle), CUDA_ERROR_INVALID_VALUE);
-  // Its own device's stream may.
-  KVIKIO_CUDA_DRIVER_TRY(api().CtxPushCurrent(second));
-  {
-    Stream theirs;
-    std::memset(host.ptr, 0x5A, 16);
-    EXPECT_EQ(api().MemcpyHtoDAsync(other->ptr, host.ptr, 16, theirs.handle), CUDA_SUCCESS);
-    EXPECT_EQ(api().StreamSynchronize(theirs.handle), CUDA_SUCCESS);
+  EXPECT_EQ(api().MemcpyDtoD(own.ptr, other->ptr, 16), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api().MemsetD8(other->ptr, 1, 16), CUDA_ERROR_INVALID_VALUE);
+  for (CUstream s : {CUstream{nullptr}, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, stream.handle}) {
+    EXPECT_EQ(api().MemcpyHtoDAsync(other->ptr, host.ptr, 16, s), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(api().MemcpyDtoDAsync(own.ptr, other->ptr, 16, s), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(api().MemsetD8Async(other->ptr, 1, 16, s), CUDA_ERROR_INVALID_VALUE);
   }
-  delete other;
+  // Device 1's stream reaches device 1's memory whatever context is current, and not device 0's.
+  std::memset(host.ptr, 0x5A, 16);
+  EXPECT_EQ(api().MemcpyHtoDAsync(other->ptr, host.ptr, 16, theirs->handle), CUDA_SUCCESS);
+  EXPECT_EQ(api().MemcpyHtoDAsync(own.ptr, host.ptr, 16, theirs->handle), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(api().StreamSynchronize(theirs->handle), CUDA_SUCCESS);
+  KVIKIO_CUDA_DRIVER_TRY(api().CtxPushCurrent(second));
+  std::vector<std::uint8_t> back(16, 0);
+  EXPECT_EQ(api().MemcpyDtoH(back.data(), other->ptr, 16), CUDA_SUCCESS);
+  EXPECT_EQ(back, std::vector<std::uint8_t>(16, 0x5A));
+  theirs.reset();
+  other.reset();
   KVIKIO_CUDA_DRIVER_TRY(api().CtxPopCurrent(&popped));
 }
 

@@ -167,7 +167,7 @@ TEST_F(MultiDevice, PreadIntoEveryDeviceAtOnce)
   std::size_t const size = (9 << 20) + 4097;
   auto const content     = make_file(size);
   auto bufs              = buffers(size);
-  for (auto backend : {kvikio::LocalIOBackend::POSIX, kvikio::LocalIOBackend::AUTO}) {
+  for (auto backend : {kvikio::LocalIOBackend::POSIX, kvikio::LocalIOBackend::IO_URING}) {
     kvikio::defaults::set_local_io_backend(backend);
     kvikio::FileHandle f{path_, "r"};
     std::vector<std::future<std::size_t>> reads;
@@ -196,17 +196,21 @@ TEST_F(MultiDevice, PwriteFromEveryDeviceAtOnce)
       std::vector<std::uint8_t>(content.begin() + static_cast<std::ptrdiff_t>(d * size),
                                 content.begin() + static_cast<std::ptrdiff_t>((d + 1) * size)));
   }
-  {
-    kvikio::FileHandle f{path_, "w"};
-    std::vector<std::future<std::size_t>> writes;
-    for (std::size_t d = 0; d < bufs.size(); ++d) {
-      writes.push_back(f.pwrite(bufs[d]->data(), size, d * size, 1 << 20));
+  for (auto backend : {kvikio::LocalIOBackend::POSIX, kvikio::LocalIOBackend::IO_URING}) {
+    kvikio::defaults::set_local_io_backend(backend);
+    {
+      kvikio::FileHandle f{path_, "w"};
+      std::vector<std::future<std::size_t>> writes;
+      for (std::size_t d = 0; d < bufs.size(); ++d) {
+        writes.push_back(f.pwrite(bufs[d]->data(), size, d * size, 1 << 20));
+      }
+      for (auto& w : writes) {
+        EXPECT_EQ(w.get(), size);
+      }
     }
-    for (auto& w : writes) {
-      EXPECT_EQ(w.get(), size);
-    }
+    EXPECT_EQ(kvikio::test::read_file(path_), content);
   }
-  EXPECT_EQ(kvikio::test::read_file(path_), content);
+  kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::AUTO);
 }
 
 // After serving tasks of every device, no pool thread is left with a context current: each
@@ -357,15 +361,16 @@ TEST_F(MultiDevice, EachContextHasItsOwnStreamsAndEvents)
   }
   EXPECT_GT(streams_before[0], 0U);
   EXPECT_GT(events_before[0], 0U);
+  // A stream in a context is never used for another (the simulator refuses such copies); here:
+  // the read into the last device leaves every other context's streams and events as they were.
   std::size_t const last = contexts_.size() - 1;
   ASSERT_EQ(f.pread(bufs[last]->data(), size, 0, 256 << 10).get(), size);
-  for (std::size_t d = 1; d < last; ++d) {
+  for (std::size_t d = 0; d < last; ++d) {
     EXPECT_EQ(kvikio::detail::stream_count(contexts_[d]), streams_before[d]) << "device " << d;
     EXPECT_EQ(events.num_free_events(contexts_[d]), events_before[d]) << "device " << d;
   }
   EXPECT_GT(kvikio::detail::stream_count(contexts_[last]), 0U);
   EXPECT_GT(events.num_free_events(contexts_[last]), 0U);
-  EXPECT_EQ(kvikio::detail::stream_count(contexts_[0]), streams_before[0]);
 }
 
 // Two processes: memory of device 1 exported here is opened in a child whose current device is

@@ -198,8 +198,9 @@ class FileHandle {
 
  private:
   enum class Direction { read, write };
-  // The descriptors (and cuFile handle) a backend uses for a transfer in direction `dir`.
-  [[nodiscard]] detail::LocalFile local_file(Direction dir) const;
+  // The descriptors (and cuFile handle) a backend uses for a transfer in direction `dir` whose
+  // tasks run on a pool of `pool_threads` threads.
+  [[nodiscard]] detail::LocalFile local_file(Direction dir, std::size_t pool_threads) const;
   // Host memory on the calling thread, through `backend`.
   std::size_t host_transfer(detail::HostBackend& backend,
                             Direction dir,

@@ -195,14 +195,15 @@ ThreadPool* FileHandle::pool_for(ThreadPool* requested) const
   return requested;
 }
 
-detail::LocalFile FileHandle::local_file(Direction dir) const
+detail::LocalFile FileHandle::local_file(Direction dir, std::size_t pool_threads) const
 {
   bool const reading = dir == Direction::read;
   bool const direct  = reading ? defaults::auto_direct_io_read() : defaults::auto_direct_io_write();
   return detail::LocalFile{fd_,
                            direct ? fd_direct_ : -1,
                            reading && defaults::auto_direct_io_read_overread(),
-                           compat_.is_compat_mode_preferred() ? nullptr : compat_.cufile_handle()};
+                           compat_.is_compat_mode_preferred() ? nullptr : compat_.cufile_handle(),
+                           pool_threads};
 }
 
 std::size_t FileHandle::host_transfer(detail::HostBackend& backend,
@@ -257,9 +258,9 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
   ThreadPool* const pool = pool_for(thread_pool);
   if (size == 0) { return make_ready_future<std::size_t>(0); }
   bool const reading          = dir == Direction::read;
-  auto const file             = local_file(dir);
-  std::size_t const alignment = file.fd_direct >= 0 ? get_page_size() : 0;
   std::size_t const threads   = pool->get_thread_count();
+  auto const file             = local_file(dir, threads);
+  std::size_t const alignment = file.fd_direct >= 0 ? get_page_size() : 0;
   if (is_host_memory(buf)) {
     auto* const bytes   = static_cast<std::byte*>(buf);
     auto* const backend = &detail::host_backend(reading, threads);
@@ -332,7 +333,7 @@ std::size_t FileHandle::read(void* devPtr_base,
     detail::device_backend(
       true, defaults::thread_pool_nthreads(), !compat_.is_compat_mode_preferred()),
     Direction::read,
-    local_file(Direction::read),
+    local_file(Direction::read, defaults::thread_pool_nthreads()),
     get_context_from_pointer(devPtr_base),
     devPtr_base,
     size,
@@ -357,7 +358,7 @@ std::size_t FileHandle::write(void const* devPtr_base,
     detail::device_backend(
       false, defaults::thread_pool_nthreads(), !compat_.is_compat_mode_preferred()),
     Direction::write,
-    local_file(Direction::write),
+    local_file(Direction::write, defaults::thread_pool_nthreads()),
     get_context_from_pointer(devPtr_base),
     base,
     size,
@@ -453,8 +454,8 @@ void FileHandle::async_transfer(Direction dir,
   }
   PushAndPopContext const context{get_context_from_pointer(devPtr_base)};
   ThreadPool* const pool = pool_for(&defaults::thread_pool());
-  auto const file        = local_file(dir);
-  auto* const backend    = &detail::host_backend(reading, pool->get_thread_count());
+  auto const file        = local_file(dir, pool->get_thread_count());
+  auto* const backend    = &detail::host_backend(reading, file.pool_threads);
   detail::run_stream_ordered(
     stream,
     reading,

@@ -23,13 +23,13 @@ StagedBackend& staged_backend(bool reading, std::size_t pool_threads)
 bool io_uring_selected(bool reading, std::size_t pool_threads)
 {
   switch (defaults::local_io_backend()) {
-    case LocalIOBackend::IO_URING: return io_uring_usable();
+    case LocalIOBackend::IO_URING: return io_uring_available();
     case LocalIOBackend::AUTO: {
       // io_uring's kernel workers copy on cores of their own: with more pool threads than half
       // the cores, POSIX reads measured as fast into host memory and faster into device memory
       // (16 threads on 16 cores: 36 GB/s against 42-50, docs/benchmarks.md).
       static std::size_t const cores = std::max(1U, std::thread::hardware_concurrency());
-      return reading && pool_threads * 2 <= cores && io_uring_usable();
+      return reading && pool_threads * 2 <= cores && io_uring_available();
     }
     default: return false;
   }

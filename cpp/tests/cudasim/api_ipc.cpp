@@ -36,6 +36,7 @@ struct Handle {
   std::int32_t fd;
   std::uint64_t size;
   std::uint64_t buffer_id;
+  std::int32_t device;  // memory: the device it belongs to
 };
 static_assert(sizeof(Handle) <= CU_IPC_HANDLE_SIZE);
 
@@ -109,7 +110,8 @@ CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle* pHandle, CUdeviceptr dptr)
   }
   write_handle(
     *pHandle,
-    Handle{handle_magic, HandleKind::memory, ::getpid(), a->memfd, a->size, a->buffer_id});
+    Handle{
+      handle_magic, HandleKind::memory, ::getpid(), a->memfd, a->size, a->buffer_id, a->device});
   ++get_mem_calls;
   return CUDA_SUCCESS;
 }
@@ -132,6 +134,12 @@ CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle, u
     return sim.misuse("cuIpcOpenMemHandle",
                       "a handle cannot be opened in the process that exported it",
                       CUDA_ERROR_INVALID_CONTEXT);
+  }
+  if (h.device != ctx->device) {
+    return sim.misuse("cuIpcOpenMemHandle",
+                      "memory of device " + std::to_string(h.device) + " opened with device " +
+                        std::to_string(ctx->device) + "'s context current (no peer access)",
+                      CUDA_ERROR_INVALID_VALUE);
   }
   int const fd = open_remote(h, "cudasim-" + std::to_string(h.buffer_id));
   if (fd < 0) {
@@ -198,7 +206,8 @@ CUresult CUDAAPI cuIpcGetEventHandle(CUipcEventHandle* pHandle, CUevent event)
                       "the event was not created with CU_EVENT_INTERPROCESS",
                       CUDA_ERROR_INVALID_VALUE);
   }
-  write_handle(*pHandle, Handle{handle_magic, HandleKind::event, ::getpid(), event->memfd, 0, 0});
+  write_handle(*pHandle,
+               Handle{handle_magic, HandleKind::event, ::getpid(), event->memfd, 0, 0, -1});
   return CUDA_SUCCESS;
 }
 

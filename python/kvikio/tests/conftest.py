@@ -53,6 +53,14 @@ def driver() -> _Driver:
     return _driver
 
 
+def on_simulator() -> bool:
+    """Whether the loaded libcuda.so.1 is the CUDA driver simulator (cpp/tests/cudasim)."""
+    try:
+        return hasattr(ctypes.CDLL("libcuda.so.1"), "cudasim_is_simulator")
+    except OSError:
+        return False
+
+
 def device_count() -> int:
     """Devices the loaded driver reports (CuPy's where it is importable)."""
     if cupy is not None:

@@ -9,13 +9,15 @@ import pytest
 import kvikio
 import kvikio.defaults
 
-from conftest import POISON, device_count, pattern
+from conftest import POISON, device_count, on_simulator, pattern
 
 
 @pytest.fixture
 def two_devices():
     n = device_count()
     if n < 2:
+        if on_simulator():
+            pytest.fail(f"the simulator has {n} device(s): run with CUDASIM_DEVICES=2")
         pytest.skip(f"needs 2 devices, the driver reports {n}")
 
 

@@ -27,6 +27,14 @@ namespace kvikio::detail {
 [[nodiscard]] bool io_uring_usable() noexcept;
 
 /**
+ * @brief Whether the process's probe found io_uring (set up once, logged once when refused),
+ * without setting up a ring for this thread: what the choice of backend asks, on the calling
+ * thread, for transfers that pool threads will run (each falls back to system calls where its
+ * own ring is refused).
+ */
+[[nodiscard]] bool io_uring_available() noexcept;
+
+/**
  * @brief The io_uring backend: the staged algorithms over this thread's ring
  * (io_uring_transfer_all), device reads of page-cache descriptors staged by
  * io_uring_read_to_device(); a thread whose ring is refused moves its bytes by system calls. One
@@ -57,8 +65,9 @@ void set_io_uring_request_shape(std::size_t piece_size, unsigned depth);
 /**
  * @brief The most kernel workers each thread's ring may run for file requests
  * (`IORING_REGISTER_IOWQ_MAX_WORKERS`, bounded and unbounded workers); 0 (default): the thread's
- * share of the cores, cores / `thread_pool_nthreads()` (at least 1), so that the rings of the
- * pool together run about one worker per core. Applied at each ring's next transfer; for
+ * share of the cores, cores / the threads of the pool that runs the transfer (its
+ * `pool_threads`; `thread_pool_nthreads()` where none is given), at least 1, so that the rings of
+ * the pool together run about one worker per core. Applied at each ring's next transfer; for
  * benchmarks and tests.
  */
 void set_io_uring_max_workers(unsigned workers) noexcept;
@@ -73,22 +82,29 @@ void set_io_uring_max_workers(unsigned workers) noexcept;
  * hand-off made them slower than pwrite (docs/benchmarks.md). An O_DIRECT descriptor's requests
  * are issued inline (the block layer completes them on its own). Short transfers are
  * resubmitted for the rest; `EINTR`/`EAGAIN`/`ECANCELED` completions are retried (the kernel
- * cancels work whose worker it could not create, under signals).
+ * cancels work whose worker it could not create, under signals). `pool_threads`: the threads of
+ * the pool this transfer is part of (0: `thread_pool_nthreads()`), see set_io_uring_max_workers().
  * @throws kvikio::detail::EndOfFileError for a read past the end of the file;
  * kvikio::GenericSystemError for a failed request. Either only once every request in flight has
  * ended (none outlives the call).
  */
-void io_uring_transfer_all(
-  bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset, bool buffered = true);
+void io_uring_transfer_all(bool read,
+                           int fd,
+                           std::byte* buf,
+                           std::size_t size,
+                           std::size_t offset,
+                           bool buffered            = true,
+                           std::size_t pool_threads = 0);
 
 /**
  * @brief Pool buffers of staging per device transfer: the bytes of io_uring_queue_depth()
- * requests of io_uring_piece_size() shared among the pool's threads (ceil of a thread's share
+ * requests of io_uring_piece_size() shared among the `pool_threads` threads of the pool (0:
+ * `thread_pool_nthreads()`; ceil of a thread's share
  * over `KVIKIO_BOUNCE_BUFFER_SIZE`, at least one buffer): one thread keeps as much in flight as
  * the shape allows, many threads no more than one buffer each. Each buffer is cut into
  * `KVIKIO_NUM_BOUNCE_BUFFERS` slots.
  */
-[[nodiscard]] std::size_t io_uring_staging_buffers();
+[[nodiscard]] std::size_t io_uring_staging_buffers(std::size_t pool_threads = 0);
 
 /**
  * @brief Reads `size` bytes at `offset` of `fd` (buffered) into device memory `dev`, staged in
@@ -99,16 +115,24 @@ void io_uring_transfer_all(
  * completed.
  * @throws as io_uring_transfer_all(), once no request is in flight and no copy pending.
  */
-std::size_t io_uring_read_to_device(
-  int fd, CUdeviceptr dev, std::size_t size, std::size_t offset, CUstream stream);
+std::size_t io_uring_read_to_device(int fd,
+                                    CUdeviceptr dev,
+                                    std::size_t size,
+                                    std::size_t offset,
+                                    CUstream stream,
+                                    std::size_t pool_threads = 0);
 
 /**
  * @brief As above for the chunks of `cursor` (the transfer starts at `offset` of `fd` and at
  * `dev`), one slot each, taken as slots come free, until none is left; several threads may share
  * the cursor. Returns the bytes this thread moved.
  */
-std::size_t io_uring_read_to_device(
-  int fd, CUdeviceptr dev, std::size_t offset, ChunkCursor& cursor, CUstream stream);
+std::size_t io_uring_read_to_device(int fd,
+                                    CUdeviceptr dev,
+                                    std::size_t offset,
+                                    ChunkCursor& cursor,
+                                    CUstream stream,
+                                    std::size_t pool_threads = 0);
 
 /**
  * @brief For tests and benchmarks: whether staging slots go to the kernel as registered buffers

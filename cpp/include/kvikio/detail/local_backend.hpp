@@ -63,6 +63,9 @@ struct LocalFile {
   int fd_direct{-1};               ///< an O_DIRECT descriptor to use for aligned parts, or -1
   bool overread{false};            ///< reads: an unaligned tail as one whole page via fd_direct
   CUfileHandle_t cufile{nullptr};  ///< the registered cuFile handle, where cuFile serves the file
+  /// Threads of the pool that runs the call (io_uring shares the cores among their rings and
+  /// sizes its staging by them); 0: `thread_pool_nthreads`.
+  std::size_t pool_threads{0};
 };
 
 /// @brief A backend that moves bytes between a file and host memory, on the calling thread.
@@ -151,12 +154,16 @@ class StagedBackend : public HostBackend, public DeviceBackend {
 
  protected:
   /**
-   * @brief Moves exactly `size` bytes at `offset` through `fd` (`buffered`: a page-cache
-   * descriptor; otherwise O_DIRECT, with `buf`, `size` and `offset` page aligned).
+   * @brief Moves exactly `size` bytes at `offset` through `file.fd` (`buffered`) or through
+   * `file.fd_direct` (then `buf`, `size` and `offset` are page aligned).
    * @throws kvikio::detail::EndOfFileError for a read past the end; kvikio::GenericSystemError.
    */
-  virtual void transfer_all(
-    bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset, bool buffered) = 0;
+  virtual void transfer_all(bool read,
+                            LocalFile const& file,
+                            bool buffered,
+                            std::byte* buf,
+                            std::size_t size,
+                            std::size_t offset) = 0;
   /// @brief transfer_all() by `pread`/`pwrite` calls, retried on EINTR and short transfers.
   static void transfer_by_syscalls(
     bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset);
@@ -168,7 +175,7 @@ class StagedBackend : public HostBackend, public DeviceBackend {
   std::size_t host_io(
     bool read, LocalFile const& file, std::byte* buf, std::size_t size, std::size_t offset);
   std::size_t transfer_direct(
-    bool read, int fd_direct, std::byte* buf, std::size_t length, std::size_t offset);
+    bool read, LocalFile const& file, std::byte* buf, std::size_t length, std::size_t offset);
 };
 
 }  // namespace kvikio::detail

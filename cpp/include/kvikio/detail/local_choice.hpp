@@ -19,7 +19,8 @@ namespace kvikio::detail {
 /**
  * @brief Whether reads (`reading`) or writes of a pool of `pool_threads` threads go through
  * io_uring: `KVIKIO_LOCAL_IO_BACKEND` asks for it (`io_uring`; `auto`: reads, while the pool has
- * at most half as many threads as there are cores) and io_uring_usable() on this thread.
+ * at most half as many threads as there are cores) and io_uring_available() (the process's
+ * probe: a pool thread whose own ring is refused moves its share by system calls).
  */
 [[nodiscard]] bool io_uring_selected(bool reading,
                                      std::size_t pool_threads = defaults::thread_pool_nthreads());

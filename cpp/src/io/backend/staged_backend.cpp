@@ -106,12 +106,12 @@ void StagedBackend::transfer_by_syscalls(
 // The page-aligned middle [pos, pos + length) through the O_DIRECT descriptor. Returns how many
 // bytes went through it; less than `length` when the file ends (reads) or O_DIRECT is refused.
 std::size_t StagedBackend::transfer_direct(
-  bool read, int fd_direct, std::byte* buf, std::size_t length, std::size_t offset)
+  bool read, LocalFile const& file, std::byte* buf, std::size_t length, std::size_t offset)
 {
   if (length > 0 && deep_queue() &&
       is_aligned(reinterpret_cast<std::uintptr_t>(buf), get_page_size())) {
     try {  // many requests in flight
-      transfer_all(read, fd_direct, buf, length, offset, false);
+      transfer_all(read, file, false, buf, length, offset);
       return length;
     } catch (GenericSystemError const& e) {
       if (e.code().value() == EINVAL) { return 0; }  // refused here: the caller goes buffered
@@ -133,7 +133,8 @@ std::size_t StagedBackend::transfer_direct(
     }
     std::size_t got = 0;
     try {
-      got = transfer_once(read, fd_direct, scratch != nullptr ? scratch : target, n, offset + done);
+      got = transfer_once(
+        read, file.fd_direct, scratch != nullptr ? scratch : target, n, offset + done);
     } catch (GenericSystemError const& e) {
       if (e.code().value() == EINVAL) { return done; }  // refused here: the caller goes buffered
       throw;
@@ -153,7 +154,7 @@ std::size_t StagedBackend::host_io(
                 "null buffer for a transfer of " + std::to_string(size) + " bytes",
                 std::invalid_argument);
   auto const buffered = [&](std::byte* at, std::size_t n, std::size_t where) {
-    if (n > 0) { transfer_all(read, file.fd, at, n, where, true); }
+    if (n > 0) { transfer_all(read, file, true, at, n, where); }
   };
   if (file.fd_direct < 0) {
     buffered(buf, size, offset);
@@ -166,7 +167,7 @@ std::size_t StagedBackend::host_io(
   std::size_t pos = head;
   // Middle: whole pages, direct.
   std::size_t const middle = (size - pos) / page * page;
-  pos += transfer_direct(read, file.fd_direct, buf + pos, middle, offset + pos);
+  pos += transfer_direct(read, file, buf + pos, middle, offset + pos);
   // Tail (and whatever the direct part left): buffered, or for reads a whole page, direct.
   std::size_t const rest = size - pos;
   if (read && file.overread && rest > 0 && rest < page && is_aligned(offset + pos, page)) {

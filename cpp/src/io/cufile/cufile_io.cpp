@@ -76,8 +76,8 @@ class CuFileBackend final : public DeviceBackend {
 
 DeviceBackend& cufile_backend() noexcept
 {
-  static CuFileBackend backend;
-  return backend;
+  static auto* const backend = new CuFileBackend();  // never destroyed: used until exit
+  return *backend;
 }
 
 }  // namespace kvikio::detail

@@ -51,6 +51,14 @@ unsigned machine_cores() noexcept
   return cores;
 }
 
+// The threads whose rings share the machine: those of the pool running the transfer (0: the
+// global pool's setting), at least one.
+std::size_t threads_sharing_the_cores(std::size_t pool_threads)
+{
+  return std::max<std::size_t>(pool_threads > 0 ? pool_threads : defaults::thread_pool_nthreads(),
+                               1);
+}
+
 // Registered-buffer table entries per thread ring: staging buffers of the transfers on the thread
 // (the default shape takes 4), with room for settings that take more.
 constexpr unsigned registered_table_size = 64;
@@ -128,7 +136,7 @@ class ThreadRing {
   /// Bounds this ring's kernel workers (both kinds: buffered file requests run on either) to
   /// what io_uring_max_workers() says, or by default to this thread's share of the cores, if
   /// that changed since the last transfer.
-  void apply_max_workers() noexcept
+  void apply_max_workers(std::size_t pool_threads) noexcept
   {
     unsigned wanted = max_workers.load();
     if (wanted == 0) {
@@ -137,9 +145,8 @@ class ThreadRing {
       // cores. Device reads measured 38-42 GB/s so, 44-50 with the cores shared out
       // (docs/benchmarks.md).
       unsigned const cores = machine_cores();
-      auto const threads =
-        static_cast<unsigned>(std::clamp<std::size_t>(defaults::thread_pool_nthreads(), 1, cores));
-      wanted = std::max(1U, cores / threads);
+      auto const threads   = static_cast<unsigned>(std::clamp<std::size_t>(pool_threads, 1, cores));
+      wanted               = std::max(1U, cores / threads);
     }
     if (wanted == applied_workers_) { return; }
     unsigned values[2] = {wanted, wanted};
@@ -227,7 +234,7 @@ class PieceQueue {
     if (head_ > 0) {
       pieces_[--head_] = p;
     } else {
-      pieces_.insert(pieces_.begin(), p);  // only a retry before anything went out
+      pieces_.insert(pieces_.begin(), p);  // a retry when nothing was taken since a refill
     }
   }
   Piece pop_front() noexcept
@@ -296,7 +303,12 @@ RequestState& this_thread_request_state() noexcept
 class Requests {
  public:
   /// `size` bytes at `offset`: the whole transfer, named in a read-past-the-end error.
-  Requests(bool read, int fd, std::size_t size, std::size_t offset, bool buffered = true)
+  Requests(bool read,
+           int fd,
+           std::size_t size,
+           std::size_t offset,
+           bool buffered,
+           std::size_t pool_threads)
     : read_{read},
       buffered_{buffered},
       fd_{fd},
@@ -314,8 +326,7 @@ class Requests {
                   std::runtime_error);
     // Completions of the ring are matched to this transfer's requests by index alone.
     KVIKIO_EXPECT(!state_.in_use, "io_uring: a second transfer on one thread's ring at once");
-    state_.in_use = true;
-    ring->apply_max_workers();
+    ring->apply_max_workers(threads_sharing_the_cores(pool_threads));
     ring_ = ring->get();
     slots_.resize(io_uring_queue_depth());
     free_.clear();
@@ -324,6 +335,7 @@ class Requests {
     }
     queued_.clear();
     state_.left.clear();
+    state_.in_use = true;  // last: a constructor that threw above runs no destructor
   }
   ~Requests() noexcept
   {
@@ -475,10 +487,10 @@ class Requests {
 
 }  // namespace
 
-bool io_uring_usable() noexcept
+bool io_uring_available() noexcept
 {
   int state = probed.load(std::memory_order_acquire);
-  if (state != 0) { return state == 1 && this_thread_ring() != nullptr; }
+  if (state != 0) { return state == 1; }
   io_uring ring{};
   int const r = setup(4, &ring);
   if (r == 0) { io_uring_queue_exit(&ring); }
@@ -495,8 +507,10 @@ bool io_uring_usable() noexcept
                       ")");
     }
   }
-  return probed.load() == 1 && this_thread_ring() != nullptr;
+  return probed.load() == 1;
 }
+
+bool io_uring_usable() noexcept { return io_uring_available() && this_thread_ring() != nullptr; }
 
 void set_io_uring_request_shape(std::size_t piece, unsigned depth)
 {
@@ -527,21 +541,26 @@ void override_io_uring_setup(int errno_value, bool forget_probe) noexcept
   if (forget_probe) { probed.store(0); }
 }
 
-void io_uring_transfer_all(
-  bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset, bool buffered)
+void io_uring_transfer_all(bool read,
+                           int fd,
+                           std::byte* buf,
+                           std::size_t size,
+                           std::size_t offset,
+                           bool buffered,
+                           std::size_t pool_threads)
 {
-  Requests requests{read, fd, size, offset, buffered};
+  Requests requests{read, fd, size, offset, buffered, pool_threads};
   requests.add(buf, size, offset, 0);
   requests.wait_all();
   if (requests.error()) { std::rethrow_exception(requests.error()); }
 }
 
-std::size_t io_uring_staging_buffers()
+std::size_t io_uring_staging_buffers(std::size_t pool_threads)
 {
   // The pool's threads share one shape's bytes: more in flight than that only adds kernel
   // workers competing for the cores (measured: 16 threads with 64 MiB each read slower than
   // with 16 MiB).
-  std::size_t const threads   = std::max<std::size_t>(defaults::thread_pool_nthreads(), 1);
+  std::size_t const threads   = threads_sharing_the_cores(pool_threads);
   std::size_t const in_flight = io_uring_piece_size() * io_uring_queue_depth() / threads;
   std::size_t const buffer    = defaults::bounce_buffer_size();
   return std::max<std::size_t>((in_flight + buffer - 1) / buffer, 1);
@@ -553,8 +572,8 @@ namespace {
 /// ring (-1: plain requests).
 class Staging {
  public:
-  Staging()
-    : ring_{defaults::num_bounce_buffers(), io_uring_staging_buffers()},
+  explicit Staging(std::size_t pool_threads)
+    : ring_{defaults::num_bounce_buffers(), io_uring_staging_buffers(pool_threads)},
       per_buffer_{ring_.num_slots() / ring_.num_buffers()}
   {
     ThreadRing* const thread_ring = this_thread_ring_object();
@@ -578,18 +597,28 @@ class Staging {
 
 }  // namespace
 
-std::size_t io_uring_read_to_device(
-  int fd, CUdeviceptr dev, std::size_t size, std::size_t offset, CUstream stream)
+std::size_t io_uring_read_to_device(int fd,
+                                    CUdeviceptr dev,
+                                    std::size_t size,
+                                    std::size_t offset,
+                                    CUstream stream,
+                                    std::size_t pool_threads)
 {
   ChunkCursor cursor{size};
-  return io_uring_read_to_device(fd, dev, offset, cursor, stream);
+  return io_uring_read_to_device(fd, dev, offset, cursor, stream, pool_threads);
 }
 
-std::size_t io_uring_read_to_device(
-  int fd, CUdeviceptr dev, std::size_t offset, ChunkCursor& cursor, CUstream stream)
+std::size_t io_uring_read_to_device(int fd,
+                                    CUdeviceptr dev,
+                                    std::size_t offset,
+                                    ChunkCursor& cursor,
+                                    CUstream stream,
+                                    std::size_t pool_threads)
 {
-  Requests requests{true, fd, cursor.size(), offset};
-  Staging staging;
+  // The staging outlives the requests: on an error the requests' destructor waits for reads
+  // still writing into its buffers before they go back to the pool.
+  Staging staging{pool_threads};
+  Requests requests{true, fd, cursor.size(), offset, true, pool_threads};
   auto& ring = staging.ring();
   struct Filling {
     std::size_t slot, pos, len, group;
@@ -648,17 +677,23 @@ class IoUringBackend final : public StagedBackend {
                                    convert_void2deviceptr(base) + base_offset,
                                    file_offset,
                                    cursor,
-                                   current_context_stream());
+                                   current_context_stream(),
+                                   file.pool_threads);
   }
 
  protected:
-  void transfer_all(
-    bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset, bool buffered) override
+  void transfer_all(bool read,
+                    LocalFile const& file,
+                    bool buffered,
+                    std::byte* buf,
+                    std::size_t size,
+                    std::size_t offset) override
   {
+    int const fd = buffered ? file.fd : file.fd_direct;
     if (this_thread_ring() == nullptr) {
       transfer_by_syscalls(read, fd, buf, size, offset);
     } else {
-      io_uring_transfer_all(read, fd, buf, size, offset, buffered);
+      io_uring_transfer_all(read, fd, buf, size, offset, buffered, file.pool_threads);
     }
   }
 };
@@ -667,8 +702,8 @@ class IoUringBackend final : public StagedBackend {
 
 StagedBackend& io_uring_backend() noexcept
 {
-  static IoUringBackend backend;
-  return backend;
+  static auto* const backend = new IoUringBackend();  // never destroyed: used until exit
+  return *backend;
 }
 
 void set_io_uring_registered_buffers(bool on) noexcept { registered_buffers.store(on); }

@@ -13,13 +13,13 @@ class PosixBackend final : public StagedBackend {
 
  protected:
   void transfer_all(bool read,
-                    int fd,
+                    LocalFile const& file,
+                    bool buffered,
                     std::byte* buf,
                     std::size_t size,
-                    std::size_t offset,
-                    bool /*buffered*/) override
+                    std::size_t offset) override
   {
-    transfer_by_syscalls(read, fd, buf, size, offset);
+    transfer_by_syscalls(read, buffered ? file.fd : file.fd_direct, buf, size, offset);
   }
 };
 
@@ -27,8 +27,8 @@ class PosixBackend final : public StagedBackend {
 
 StagedBackend& posix_backend() noexcept
 {
-  static PosixBackend backend;
-  return backend;
+  static auto* const backend = new PosixBackend();  // never destroyed: used until exit
+  return *backend;
 }
 
 }  // namespace kvikio::detail
