@@ -18,11 +18,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -66,32 +68,37 @@ inline std::vector<std::pair<std::string, std::string>> descriptor_targets()
   return out;
 }
 
+/// Files mapped executable into this process: the test program and the shared objects it runs
+/// (libkvikio, the sanitizer runtimes, libc, ...), which a sanitizer's symbolizer opens at will.
+inline std::set<std::string> code_files()
+{
+  std::set<std::string> out;
+  std::ifstream maps{"/proc/self/maps"};
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream fields{line};
+    std::string range, perms, offset, device, inode, path;
+    fields >> range >> perms >> offset >> device >> inode >> path;
+    if (perms.size() > 2 && perms[2] == 'x' && path.rfind('/', 0) == 0) { out.insert(path); }
+  }
+  return out;
+}
+
 /// Open descriptors of this process, but for the test's own listings of /proc (this one, and
 /// the signal sender's of /proc/self/task) and sockets: libcurl keeps connections open for
 /// reuse, as many as its threads' handles have made (not a leak: a cache, bounded); the real
-/// driver's device files; sanitizer runtimes' own files and the test's executable (which
-/// ThreadSanitizer opens to symbolize a report that a suppression then drops); and io_uring
-/// rings, which io_uring_rings() counts.
+/// driver's device files; the files of the code mapped into the process (ThreadSanitizer opens
+/// the test program, libkvikio or its own runtime to symbolize a report that a suppression then
+/// drops); and io_uring rings, which io_uring_rings() counts.
 inline std::vector<std::string> open_descriptors()
 {
-  std::string self;  // this test's executable, which a sanitizer's symbolizer opens at will
-  {
-    char target[4096]{};
-    ssize_t const len = ::readlink("/proc/self/exe", target, sizeof(target) - 1);
-    if (len > 0) { self.assign(target, static_cast<std::size_t>(len)); }
-  }
+  auto const code = code_files();
   std::vector<std::string> out;
   for (auto const& [fd, to] : descriptor_targets()) {
-    if (!self.empty() && to == self) { continue; }
+    if (code.count(to) != 0) { continue; }
     if (to.rfind("/proc/", 0) == 0 || to.rfind("socket:", 0) == 0) { continue; }
     if (to.rfind("/dev/nvidia", 0) == 0) { continue; }  // the real driver's own, opened at will
     if (to == "anon_inode:[io_uring]") { continue; }    // per thread, at its first use: below
-    // A sanitizer's runtime reading its own library (ThreadSanitizer symbolizing a report that
-    // a suppression then drops) is the sanitizer's, not the library's.
-    if (to.find("/libtsan.so") != std::string::npos ||
-        to.find("/libasan.so") != std::string::npos) {
-      continue;
-    }
     out.push_back(fd + " -> " + to);
   }
   std::sort(out.begin(), out.end());
