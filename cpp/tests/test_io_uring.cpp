@@ -276,14 +276,20 @@ TEST_F(IoUring, AutoChoosesByThePoolOfTheCall)
   std::size_t const threads = kvikio::defaults::thread_pool_nthreads();
   kvikio::defaults::set_thread_pool_nthreads(1);
   EXPECT_EQ(kvikio::detail::host_backend(true, cores).name(), "posix") << cores << " threads";
-  EXPECT_EQ(kvikio::detail::device_backend(true, cores, false).name(), "posix");
+  kvikio::detail::LocalFile staged;  // no cuFile handle
+  staged.pool_threads = cores;
+  EXPECT_EQ(kvikio::detail::device_backend(true, staged).name(), "posix");
   kvikio::defaults::set_thread_pool_nthreads(cores);
   if (cores >= 2) {  // a pool of one is half of two cores
     EXPECT_EQ(kvikio::detail::host_backend(true, 1).name(), "io_uring") << "a pool of one";
-    EXPECT_EQ(kvikio::detail::device_backend(true, 1, false).name(), "io_uring");
+    staged.pool_threads = 1;
+    EXPECT_EQ(kvikio::detail::device_backend(true, staged).name(), "io_uring");
   }
   EXPECT_EQ(kvikio::detail::host_backend(false, 1).name(), "posix") << "writes";
-  EXPECT_EQ(kvikio::detail::device_backend(true, 1, true).name(), "cufile");
+  kvikio::detail::LocalFile served;  // a file cuFile serves: any non-null handle says so
+  int handle    = 0;
+  served.cufile = &handle;
+  EXPECT_EQ(kvikio::detail::device_backend(true, served).name(), "cufile");
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
   EXPECT_EQ(kvikio::detail::host_backend(true, 1).name(), "posix");
   kvikio::defaults::set_thread_pool_nthreads(threads);

@@ -279,8 +279,8 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
       pool,
       alignment);
   }
-  bool const cufile   = !compat_.is_compat_mode_preferred();
-  auto* const backend = &detail::device_backend(reading, threads, cufile);
+  bool const cufile   = file.cufile != nullptr;
+  auto* const backend = &detail::device_backend(reading, file);
   CUcontext ctx       = get_context_from_pointer(buf);
   if (size < gds_threshold) {
     return make_ready_future(
@@ -329,17 +329,16 @@ std::size_t FileHandle::read(void* devPtr_base,
   check_range(devPtr_base, size, file_offset, "FileHandle::read");
   check_allowed(Direction::read);
   if (size == 0) { return 0; }
-  return device_transfer(
-    detail::device_backend(
-      true, defaults::thread_pool_nthreads(), !compat_.is_compat_mode_preferred()),
-    Direction::read,
-    local_file(Direction::read, defaults::thread_pool_nthreads()),
-    get_context_from_pointer(devPtr_base),
-    devPtr_base,
-    size,
-    file_offset,
-    devPtr_offset,
-    sync_default_stream);
+  auto const file = local_file(Direction::read, defaults::thread_pool_nthreads());
+  return device_transfer(detail::device_backend(true, file),
+                         Direction::read,
+                         file,
+                         get_context_from_pointer(devPtr_base),
+                         devPtr_base,
+                         size,
+                         file_offset,
+                         devPtr_offset,
+                         sync_default_stream);
 }
 
 std::size_t FileHandle::write(void const* devPtr_base,
@@ -354,17 +353,16 @@ std::size_t FileHandle::write(void const* devPtr_base,
   if (size == 0) { return 0; }
   // The bytes are only read; one pointer type serves both directions.
   void* const base = const_cast<void*>(devPtr_base);
-  return device_transfer(
-    detail::device_backend(
-      false, defaults::thread_pool_nthreads(), !compat_.is_compat_mode_preferred()),
-    Direction::write,
-    local_file(Direction::write, defaults::thread_pool_nthreads()),
-    get_context_from_pointer(devPtr_base),
-    base,
-    size,
-    file_offset,
-    devPtr_offset,
-    sync_default_stream);
+  auto const file  = local_file(Direction::write, defaults::thread_pool_nthreads());
+  return device_transfer(detail::device_backend(false, file),
+                         Direction::write,
+                         file,
+                         get_context_from_pointer(devPtr_base),
+                         base,
+                         size,
+                         file_offset,
+                         devPtr_offset,
+                         sync_default_stream);
 }
 
 std::future<std::size_t> FileHandle::pread(void* buf,

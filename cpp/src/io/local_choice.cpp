@@ -40,10 +40,10 @@ HostBackend& host_backend(bool reading, std::size_t pool_threads)
   return staged_backend(reading, pool_threads);
 }
 
-DeviceBackend& device_backend(bool reading, std::size_t pool_threads, bool cufile)
+DeviceBackend& device_backend(bool reading, LocalFile const& file)
 {
-  if (cufile) { return cufile_backend(); }
-  return staged_backend(reading, pool_threads);
+  if (file.cufile != nullptr) { return cufile_backend(); }
+  return staged_backend(reading, file.pool_threads);
 }
 
 }  // namespace kvikio::detail

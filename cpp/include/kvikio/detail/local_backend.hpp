@@ -167,6 +167,11 @@ class StagedBackend : public HostBackend, public DeviceBackend {
   /// @brief transfer_all() by `pread`/`pwrite` calls, retried on EINTR and short transfers.
   static void transfer_by_syscalls(
     bool read, int fd, std::byte* buf, std::size_t size, std::size_t offset);
+  /// @brief The descriptor transfer_all() moves bytes through.
+  static int descriptor(LocalFile const& file, bool buffered) noexcept
+  {
+    return buffered ? file.fd : file.fd_direct;
+  }
   /// @brief This thread's stream for the current context (device memory needs one).
   /// @throws std::invalid_argument if no context is current.
   static CUstream current_context_stream();

@@ -28,8 +28,8 @@ namespace kvikio::detail {
 /// @brief The backend of host-memory transfers: io_uring where io_uring_selected(), else POSIX.
 [[nodiscard]] HostBackend& host_backend(bool reading, std::size_t pool_threads);
 
-/// @brief The backend of device-memory transfers: cuFile for a file it serves (`cufile`), else
-/// that of host_backend() (staged through pinned memory).
-[[nodiscard]] DeviceBackend& device_backend(bool reading, std::size_t pool_threads, bool cufile);
+/// @brief The backend of device-memory transfers of `file`: cuFile where it serves the file
+/// (`file.cufile`), else that of host_backend() (staged through pinned memory).
+[[nodiscard]] DeviceBackend& device_backend(bool reading, LocalFile const& file);
 
 }  // namespace kvikio::detail

@@ -689,7 +689,7 @@ class IoUringBackend final : public StagedBackend {
                     std::size_t size,
                     std::size_t offset) override
   {
-    int const fd = buffered ? file.fd : file.fd_direct;
+    int const fd = descriptor(file, buffered);
     if (this_thread_ring() == nullptr) {
       transfer_by_syscalls(read, fd, buf, size, offset);
     } else {

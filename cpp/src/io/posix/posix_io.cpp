@@ -19,7 +19,7 @@ class PosixBackend final : public StagedBackend {
                     std::size_t size,
                     std::size_t offset) override
   {
-    transfer_by_syscalls(read, buffered ? file.fd : file.fd_direct, buf, size, offset);
+    transfer_by_syscalls(read, descriptor(file, buffered), buf, size, offset);
   }
 };
 
