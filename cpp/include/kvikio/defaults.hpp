@@ -62,6 +62,31 @@ enum class RemoteReactorDispatch : uint8_t {
 };
 
 namespace detail {
+/// @brief The values an integer setting accepts, from its variable and from its setter alike.
+struct Bounds {
+  std::uint64_t min;  ///< the least value
+  std::uint64_t max;  ///< the greatest value
+};
+
+/// @brief The bounds of each integer setting (docs/settings.md states them; test_env holds the
+/// page to these).
+namespace bounds {
+inline constexpr std::uint64_t unbounded = ~std::uint64_t{0};
+inline constexpr Bounds thread_pool_nthreads{1, 4096};
+inline constexpr Bounds task_size{1, unbounded};
+inline constexpr Bounds gds_threshold{0, unbounded};
+inline constexpr Bounds bounce_buffer_size{1, unbounded};
+inline constexpr Bounds num_bounce_buffers{1, 1024};
+inline constexpr Bounds http_max_attempts{1, unbounded};
+inline constexpr Bounds http_timeout{1, ~std::uint64_t{0} >> 1};  // a long, in seconds
+inline constexpr Bounds remote_max_connections{1, unbounded};
+inline constexpr Bounds remote_io_num_reactors{1, 1024};
+inline constexpr Bounds remote_io_max_concurrent_requests{0, unbounded};
+inline constexpr Bounds event_pool_max_per_context{0, unbounded};
+inline constexpr Bounds ipc_export_cache_size{0, unbounded};
+inline constexpr Bounds ipc_open_cache_size{0, unbounded};
+}  // namespace bounds
+
 /**
  * @brief Every setting's value, as one plain struct.
  *

@@ -32,8 +32,7 @@ namespace kvikio {
 
 namespace detail {
 struct LocalFile;
-class HostBackend;
-class DeviceBackend;
+struct FileState;
 }  // namespace detail
 
 /**
@@ -77,8 +76,14 @@ class FileHandle {
 
   /// @brief Whether the handle is closed (default-constructed, moved from, or close()d).
   [[nodiscard]] bool closed() const noexcept;
-  /// @brief Deregisters the cuFile handle, if any, and closes both descriptors; errors are logged,
-  /// not thrown. Closing a closed handle does nothing.
+  /**
+   * @brief Closes the file once nothing uses it: refuses new operations (they throw "the file
+   * handle is closed"), waits for every read and write still using the descriptors (on other
+   * threads, behind futures not yet ready, stream-ordered ones the stream has not run yet), then
+   * deregisters the cuFile handle, if any, and closes both descriptors. So a descriptor is never
+   * closed, and its number reused for another file, under a running operation. Errors are
+   * logged, not thrown. Closing a closed handle does nothing. The destructor does the same.
+   */
   void close() noexcept;
 
   /// @brief The cuFile handle. @throws kvikio::CUfileException in compat mode.
@@ -198,26 +203,19 @@ class FileHandle {
 
  private:
   enum class Direction { read, write };
+  using Lease = std::shared_ptr<void>;  // a detail::InFlight lease on the descriptors
+  // A lease for an operation named `what`. @throws std::runtime_error if the handle is closed.
+  [[nodiscard]] Lease enter(char const* what) const;
   // The descriptors (and cuFile handle) a backend uses for a transfer in direction `dir` whose
   // tasks run on a pool of `pool_threads` threads.
   [[nodiscard]] detail::LocalFile local_file(Direction dir, std::size_t pool_threads) const;
-  // Host memory on the calling thread, through `backend`.
-  std::size_t host_transfer(detail::HostBackend& backend,
-                            Direction dir,
-                            detail::LocalFile const& file,
-                            std::byte* buf,
+  // The body of read() and write(), on the calling thread.
+  std::size_t sync_transfer(Direction dir,
+                            void* devPtr_base,
                             std::size_t size,
-                            std::size_t file_offset);
-  // Device memory in context `ctx` on the calling thread, through `backend`.
-  std::size_t device_transfer(detail::DeviceBackend& backend,
-                              Direction dir,
-                              detail::LocalFile const& file,
-                              CUcontext ctx,
-                              void* devPtr_base,
-                              std::size_t size,
-                              std::size_t file_offset,
-                              std::size_t devPtr_offset,
-                              bool sync_default_stream);
+                            std::size_t file_offset,
+                            std::size_t devPtr_offset,
+                            bool sync_default_stream);
   // The body of read_async() and write_async().
   // `error`, if given, receives a failure of the stream-ordered tasks (a StreamFuture's).
   void async_transfer(Direction dir,
@@ -244,16 +242,19 @@ class FileHandle {
                    char const* what) const;
   // Throws CUfileException "POSIX error: Operation not permitted" if the flags forbid `dir`.
   void check_allowed(Direction dir) const;
-  void grew_to(std::size_t end) noexcept;
   [[nodiscard]] ThreadPool* pool_for(ThreadPool* requested) const;
 
   std::string path_;
   std::string flags_;
-  int fd_{-1};
-  int fd_direct_{-1};
+  // Read by closed() and fd() while close() may run on another thread: atomic.
+  std::atomic<int> fd_{-1};
+  std::atomic<int> fd_direct_{-1};
   int access_mode_{O_RDONLY};  // O_RDONLY, O_WRONLY or O_RDWR
   dev_t device_{};
-  std::atomic<std::size_t> nbytes_{0};  // size at open, grown by writes through this handle
+  // What running operations share with the handle (the leases on the descriptors, the size);
+  // on the heap, so that it stays put when the handle is moved. Null only if the handle never
+  // opened a file or was moved from; close() keeps it (another thread may be calling in).
+  std::unique_ptr<detail::FileState> state_;
   CompatModeManager compat_;
 };
 

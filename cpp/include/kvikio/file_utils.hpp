@@ -105,7 +105,8 @@ class CUFileHandleWrapper {
  * @brief The `open(2)` flags of KvikIO's flag strings, always with `O_CLOEXEC`.
  *
  * `r` read, `r+` read/write, `w` write (create, truncate), `w+` read/write (create, truncate);
- * characters after these are ignored, as upstream does.
+ * a `b` (Python's binary mode) may follow or precede the `+`. Any other character is refused
+ * (upstream ignores them, so that `rw+` opened read-only).
  * @param flags the flag string.
  * @param o_direct add `O_DIRECT`.
  * @throws std::invalid_argument "Unknown file open flag" (or for `a`, "Open flag 'a' isn't
@@ -114,14 +115,17 @@ class CUFileHandleWrapper {
 int open_fd_parse_flags(std::string const& flags, bool o_direct);
 
 /**
- * @brief Opens a file with open_fd_parse_flags()'s flags.
+ * @brief Opens a regular file (or block device) with open_fd_parse_flags()'s flags. Never waits:
+ * a FIFO is refused, not waited on.
  * @param file_path the file.
  * @param flags `r`, `r+`, `w` or `w+`.
  * @param o_direct open with `O_DIRECT`.
  * @param mode permissions of a file created.
  * @return the descriptor; the caller closes it.
- * @throws std::invalid_argument for unknown flags.
- * @throws kvikio::GenericSystemError "Unable to open file", with the path and the errno.
+ * @throws std::invalid_argument for unknown flags, or a path with an embedded NUL byte (which
+ * would name another file).
+ * @throws kvikio::GenericSystemError "Unable to open file", with the path and the errno
+ * (`EISDIR` for a directory, `ESPIPE` for a FIFO, socket or character device).
  */
 int open_fd(std::string const& file_path, std::string const& flags, bool o_direct, mode_t mode);
 

@@ -11,7 +11,9 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <atomic>
 #include <future>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -19,6 +21,11 @@
 #include <kvikio/file_handle.hpp>
 
 namespace kvikio {
+
+namespace detail {
+class InFlight;
+struct MappedRange;
+}  // namespace detail
 
 /**
  * @brief A read-only mapping of `[initial_map_offset, initial_map_offset + initial_map_size)` of
@@ -28,7 +35,7 @@ namespace kvikio {
  */
 class MmapHandle {
  public:
-  MmapHandle() noexcept = default;
+  MmapHandle() noexcept;
 
   /**
    * @brief Opens `file_path` read-only and maps the range.
@@ -67,8 +74,12 @@ class MmapHandle {
   [[nodiscard]] std::size_t nbytes() const;
   /// @brief Whether the handle is closed (default-constructed, moved from, or close()d).
   [[nodiscard]] bool closed() const noexcept;
-  /// @brief Unmaps and closes the file; a failing `munmap` is logged, not thrown. Closing a closed
-  /// handle does nothing.
+  /**
+   * @brief Unmaps and closes the file once no read uses the mapping: refuses new reads, waits
+   * for those running (on other threads, behind futures not yet ready), then unmaps; a failing
+   * `munmap` is logged, not thrown. Closing a closed handle does nothing. The destructor does
+   * the same.
+   */
   void close() noexcept;
 
   /**
@@ -95,19 +106,23 @@ class MmapHandle {
                                  ThreadPool* thread_pool         = &defaults::thread_pool());
 
  private:
+  // A lease on the mapping for one read. @throws std::runtime_error if the handle is closed.
+  [[nodiscard]] std::shared_ptr<void> enter() const;
+  [[nodiscard]] detail::MappedRange mapped_range() const;
   std::size_t checked_size(std::optional<std::size_t> size,
                            std::size_t offset,
                            void const* buf) const;
-  void copy_out(std::byte* dst, std::size_t size, std::size_t offset, bool device) const;
 
   std::string path_;
-  int fd_{-1};
+  std::atomic<int> fd_{-1};  // read by closed() while close() may run on another thread
   std::size_t file_size_{0};
   std::size_t map_offset_{0};  // initial_map_offset
   std::size_t map_size_{0};    // initial_map_size
   void* mapping_{nullptr};     // starts at the page below map_offset_
   std::size_t mapping_size_{0};
   std::size_t page_shift_{0};  // map_offset_ - page-aligned start of mapping_
+  // The leases of running reads on the mapping (detail/in_flight.hpp); null if never opened.
+  std::unique_ptr<detail::InFlight> in_flight_;
 };
 
 }  // namespace kvikio

@@ -12,6 +12,7 @@
  * WebHDFS and the multi-poll transport follow.
  */
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <future>
@@ -30,6 +31,7 @@ namespace kvikio {
 
 class RemoteEndpoint;
 namespace detail {
+class InFlight;
 /// @brief The size a HEAD request to `endpoint` reports. @throws std::runtime_error
 std::size_t head_content_length(RemoteEndpoint& endpoint);
 /// @brief Whether `url` is an http(s) URL of AWS S3 naming an object. Never throws.
@@ -245,10 +247,17 @@ class RemoteHandle {
    * @brief Takes over the endpoint of another handle, which is left without one; the endpoint
    * this handle held is destroyed.
    */
-  RemoteHandle(RemoteHandle&&) noexcept            = default;
-  RemoteHandle& operator=(RemoteHandle&&) noexcept = default;
-  RemoteHandle(RemoteHandle const&)                = delete;
-  RemoteHandle& operator=(RemoteHandle const&)     = delete;
+  /// @brief Takes over `o`'s endpoint; reads running on `o` keep theirs.
+  RemoteHandle(RemoteHandle&& o) noexcept;
+  /// @brief Waits for this handle's reads still running (as the destructor), then takes `o`'s.
+  RemoteHandle& operator=(RemoteHandle&& o) noexcept;
+  /**
+   * @brief Waits for every read still using the endpoint (on other threads, behind futures
+   * not yet ready, stream-ordered ones the stream has not run yet), then frees it.
+   */
+  ~RemoteHandle() noexcept;
+  RemoteHandle(RemoteHandle const&)            = delete;
+  RemoteHandle& operator=(RemoteHandle const&) = delete;
 
   /// @brief The object's size in bytes.
   [[nodiscard]] std::size_t nbytes() const noexcept { return nbytes_; }
@@ -265,11 +274,16 @@ class RemoteHandle {
    * default) the `KVIKIO_REMOTE_BACKEND` setting as it is at each read. Not to be called while
    * reads of this handle are running.
    */
-  void set_remote_backend(std::optional<RemoteBackendType> backend) noexcept { backend_ = backend; }
+  void set_remote_backend(std::optional<RemoteBackendType> backend) noexcept
+  {
+    backend_ = backend ? static_cast<int>(*backend) : -1;
+  }
   /// @brief The transport chosen by set_remote_backend(), if any.
   [[nodiscard]] std::optional<RemoteBackendType> remote_backend() const noexcept
   {
-    return backend_;
+    int const backend = backend_;
+    if (backend < 0) { return std::nullopt; }
+    return static_cast<RemoteBackendType>(backend);
   }
 
   /**
@@ -308,9 +322,15 @@ class RemoteHandle {
   [[nodiscard]] RemoteBackendType backend() const;
   /// @throws std::invalid_argument naming `what` if the range runs past the end.
   void check_in_range(char const* what, std::size_t size, std::size_t offset) const;
+  // A lease on the endpoint for one read (detail/in_flight.hpp). @throws std::runtime_error
+  // for a moved-from handle.
+  [[nodiscard]] std::shared_ptr<void> enter(char const* what) const;
   std::unique_ptr<RemoteEndpoint> endpoint_;
   std::size_t nbytes_;
-  std::optional<RemoteBackendType> backend_;
+  // set_remote_backend()'s choice, -1 for none; atomic: reads on other threads read it.
+  std::atomic<int> backend_{-1};
+  // The leases of running reads on the endpoint; null only in a moved-from handle.
+  std::unique_ptr<detail::InFlight> in_flight_;
 };
 
 }  // namespace kvikio

@@ -8,6 +8,7 @@
  * @brief `kvikio::ThreadPool`: a fixed-size FIFO pool of worker threads.
  */
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -78,6 +79,9 @@ class ThreadPool {
    * @brief Waits until every submitted task has finished, then runs `nthreads` workers.
    * @throws std::invalid_argument if `nthreads` is 0.
    * @throws std::logic_error if called from one of this pool's tasks (it would wait for itself).
+   * @throws std::system_error if the threads cannot be started (`EAGAIN`: a limit on threads or
+   * memory); the pool then keeps the size it had. While the reset runs, get_thread_count() still
+   * reports that size, and tasks submitted meanwhile run once the new threads start.
    */
   void reset(unsigned int nthreads);
 
@@ -104,6 +108,9 @@ class ThreadPool {
   std::size_t running_{0};
   bool stopping_{false};
   std::vector<std::thread> threads_;
+  // The size the pool was last given, once its threads all started: never 0, never a size a
+  // resize is still reaching (or failed to reach). Read without the mutex.
+  std::atomic<unsigned int> thread_count_{0};
   std::mutex reset_mutex_;  // serialises reset() against itself
 };
 

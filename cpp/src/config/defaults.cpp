@@ -16,8 +16,6 @@ namespace kvikio {
 namespace detail {
 namespace {
 
-constexpr auto u64_max = std::numeric_limits<std::uint64_t>::max();
-
 // Reads one variable with `parse`, keeping `value` when it is unset.
 template <typename T, typename Parse>
 void read_env(T& value, std::string_view name, Parse parse)
@@ -25,10 +23,10 @@ void read_env(T& value, std::string_view name, Parse parse)
   if (auto text = getenv_trimmed(name)) { value = parse(name, *text); }
 }
 
-auto unsigned_in(std::uint64_t min, std::uint64_t max)
+auto unsigned_in(Bounds b)
 {
-  return [min, max](std::string_view name, std::string_view text) {
-    return parse_unsigned(name, text, min, max);
+  return [b](std::string_view name, std::string_view text) {
+    return parse_unsigned(name, text, b.min, b.max);
   };
 }
 
@@ -88,17 +86,17 @@ Settings Settings::from_environment()
   Settings s;
   read_env(s.compat_mode, "KVIKIO_COMPAT_MODE", parse_compat_mode);
   if (auto nthreads = getenv_aliases<std::uint64_t>({"KVIKIO_NTHREADS", "KVIKIO_NUM_THREADS"},
-                                                    unsigned_in(1, 4096))) {
+                                                    unsigned_in(bounds::thread_pool_nthreads))) {
     s.thread_pool_nthreads = static_cast<unsigned int>(nthreads->second);
   }
-  read_env(s.task_size, "KVIKIO_TASK_SIZE", unsigned_in(1, u64_max));
-  read_env(s.gds_threshold, "KVIKIO_GDS_THRESHOLD", unsigned_in(0, u64_max));
-  read_env(s.bounce_buffer_size, "KVIKIO_BOUNCE_BUFFER_SIZE", unsigned_in(1, u64_max));
-  read_env(s.num_bounce_buffers, "KVIKIO_NUM_BOUNCE_BUFFERS", unsigned_in(1, 1024));
-  read_env(s.http_max_attempts, "KVIKIO_HTTP_MAX_ATTEMPTS", unsigned_in(1, u64_max));
-  read_env(s.http_timeout,
-           "KVIKIO_HTTP_TIMEOUT",
-           unsigned_in(1, static_cast<std::uint64_t>(std::numeric_limits<long>::max())));
+  read_env(s.task_size, "KVIKIO_TASK_SIZE", unsigned_in(bounds::task_size));
+  read_env(s.gds_threshold, "KVIKIO_GDS_THRESHOLD", unsigned_in(bounds::gds_threshold));
+  read_env(
+    s.bounce_buffer_size, "KVIKIO_BOUNCE_BUFFER_SIZE", unsigned_in(bounds::bounce_buffer_size));
+  read_env(
+    s.num_bounce_buffers, "KVIKIO_NUM_BOUNCE_BUFFERS", unsigned_in(bounds::num_bounce_buffers));
+  read_env(s.http_max_attempts, "KVIKIO_HTTP_MAX_ATTEMPTS", unsigned_in(bounds::http_max_attempts));
+  read_env(s.http_timeout, "KVIKIO_HTTP_TIMEOUT", unsigned_in(bounds::http_timeout));
   read_env(s.http_status_codes, "KVIKIO_HTTP_STATUS_CODES", parse_http_status_codes);
   read_env(s.auto_direct_io_read, "KVIKIO_AUTO_DIRECT_IO_READ", parse_bool);
   read_env(s.auto_direct_io_read_overread, "KVIKIO_AUTO_DIRECT_IO_READ_OVERREAD", parse_bool);
@@ -109,17 +107,25 @@ Settings Settings::from_environment()
         {"KVIKIO_REMOTE_BACKEND", "KVIKIO_REMOTE_IO_BACKEND"}, parse_remote_backend)) {
     s.remote_backend = backend->second;
   }
-  read_env(s.remote_max_connections, "KVIKIO_REMOTE_MAX_CONNECTIONS", unsigned_in(1, u64_max));
-  read_env(s.remote_io_num_reactors, "KVIKIO_REMOTE_IO_NUM_REACTORS", unsigned_in(1, 1024));
+  read_env(s.remote_max_connections,
+           "KVIKIO_REMOTE_MAX_CONNECTIONS",
+           unsigned_in(bounds::remote_max_connections));
+  read_env(s.remote_io_num_reactors,
+           "KVIKIO_REMOTE_IO_NUM_REACTORS",
+           unsigned_in(bounds::remote_io_num_reactors));
   read_env(
     s.remote_io_reactor_dispatch, "KVIKIO_REMOTE_IO_REACTOR_DISPATCH", parse_reactor_dispatch);
   read_env(s.remote_io_max_concurrent_requests,
            "KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS",
-           unsigned_in(0, u64_max));
+           unsigned_in(bounds::remote_io_max_concurrent_requests));
+  read_env(s.event_pool_max_per_context,
+           "KVIKIO_EVENT_POOL_MAX_PER_CONTEXT",
+           unsigned_in(bounds::event_pool_max_per_context));
+  read_env(s.ipc_export_cache_size,
+           "KVIKIO_IPC_EXPORT_CACHE_SIZE",
+           unsigned_in(bounds::ipc_export_cache_size));
   read_env(
-    s.event_pool_max_per_context, "KVIKIO_EVENT_POOL_MAX_PER_CONTEXT", unsigned_in(0, u64_max));
-  read_env(s.ipc_export_cache_size, "KVIKIO_IPC_EXPORT_CACHE_SIZE", unsigned_in(0, u64_max));
-  read_env(s.ipc_open_cache_size, "KVIKIO_IPC_OPEN_CACHE_SIZE", unsigned_in(0, u64_max));
+    s.ipc_open_cache_size, "KVIKIO_IPC_OPEN_CACHE_SIZE", unsigned_in(bounds::ipc_open_cache_size));
   // The logger keeps its own level; it is validated here so a typo is an error, not a silence.
   if (auto level = getenv_trimmed("KVIKIO_LOG_LEVEL")) {
     parse_log_level("KVIKIO_LOG_LEVEL", *level);
@@ -164,12 +170,18 @@ void set(V value)
   s.settings.*Member = std::move(value);
 }
 
+// Setters accept what the variables accept: detail::bounds, checked before anything changes.
 template <typename T>
-void expect_positive(char const* setter, char const* what, T value)
+void expect_in(char const* setter, char const* what, T value, detail::Bounds b)
 {
-  if (value <= 0) {
-    throw std::invalid_argument(std::string{what} + " must be a positive integer (defaults::" +
-                                setter + "(" + std::to_string(value) + "))");
+  auto const call = std::string{" (defaults::"} + setter + "(" + std::to_string(value) + "))";
+  if (b.min == 1 && value <= 0) {  // upstream's wording
+    throw std::invalid_argument(std::string{what} + " must be a positive integer" + call);
+  }
+  if ((std::is_signed_v<T> && value < 0) || static_cast<std::uint64_t>(value) < b.min ||
+      static_cast<std::uint64_t>(value) > b.max) {
+    throw std::invalid_argument(std::string{what} + " must be in [" + std::to_string(b.min) + ", " +
+                                std::to_string(b.max) + "]" + call);
   }
 }
 
@@ -284,7 +296,10 @@ ThreadPool& defaults::thread_pool() { return state().pool; }
 unsigned int defaults::thread_pool_nthreads() { return state().pool.get_thread_count(); }
 void defaults::set_thread_pool_nthreads(unsigned int nthreads)
 {
-  expect_positive("set_thread_pool_nthreads", "number of threads", nthreads);
+  expect_in("set_thread_pool_nthreads",
+            "number of threads",
+            nthreads,
+            detail::bounds::thread_pool_nthreads);
   state().pool.reset(nthreads);
 }
 unsigned int defaults::num_threads() { return thread_pool_nthreads(); }
@@ -293,7 +308,7 @@ void defaults::set_num_threads(unsigned int nthreads) { set_thread_pool_nthreads
 std::size_t defaults::task_size() { return get<&Settings::task_size>(); }
 void defaults::set_task_size(std::size_t nbytes)
 {
-  expect_positive("set_task_size", "task size", nbytes);
+  expect_in("set_task_size", "task size", nbytes, detail::bounds::task_size);
   set<&Settings::task_size>(nbytes);
 }
 
@@ -303,28 +318,34 @@ void defaults::set_gds_threshold(std::size_t nbytes) { set<&Settings::gds_thresh
 std::size_t defaults::bounce_buffer_size() { return get<&Settings::bounce_buffer_size>(); }
 void defaults::set_bounce_buffer_size(std::size_t nbytes)
 {
-  expect_positive("set_bounce_buffer_size", "size of the bounce buffer", nbytes);
+  expect_in("set_bounce_buffer_size",
+            "size of the bounce buffer",
+            nbytes,
+            detail::bounds::bounce_buffer_size);
   set<&Settings::bounce_buffer_size>(nbytes);
 }
 
 std::size_t defaults::num_bounce_buffers() { return get<&Settings::num_bounce_buffers>(); }
 void defaults::set_num_bounce_buffers(std::size_t num_bounce_buffers)
 {
-  expect_positive("set_num_bounce_buffers", "number of bounce buffers", num_bounce_buffers);
+  expect_in("set_num_bounce_buffers",
+            "number of bounce buffers",
+            num_bounce_buffers,
+            detail::bounds::num_bounce_buffers);
   set<&Settings::num_bounce_buffers>(num_bounce_buffers);
 }
 
 std::size_t defaults::http_max_attempts() { return get<&Settings::http_max_attempts>(); }
 void defaults::set_http_max_attempts(std::size_t attempts)
 {
-  expect_positive("set_http_max_attempts", "attempts", attempts);
+  expect_in("set_http_max_attempts", "attempts", attempts, detail::bounds::http_max_attempts);
   set<&Settings::http_max_attempts>(attempts);
 }
 
 long defaults::http_timeout() { return get<&Settings::http_timeout>(); }
 void defaults::set_http_timeout(long timeout_seconds)
 {
-  expect_positive("set_http_timeout", "timeout_seconds", timeout_seconds);
+  expect_in("set_http_timeout", "timeout_seconds", timeout_seconds, detail::bounds::http_timeout);
   set<&Settings::http_timeout>(timeout_seconds);
 }
 
@@ -341,6 +362,10 @@ std::vector<int> const& defaults::http_status_codes()
 }
 void defaults::set_http_status_codes(std::vector<int> status_codes)
 {
+  if (status_codes.empty()) {  // as KVIKIO_HTTP_STATUS_CODES: no code at all is no list
+    throw std::invalid_argument(
+      "defaults::set_http_status_codes: an empty list (expected at least one code in 100..599)");
+  }
   for (int code : status_codes) {
     if (code < 100 || code > 599) {
       throw std::invalid_argument("defaults::set_http_status_codes: " + std::to_string(code) +
@@ -402,14 +427,20 @@ void defaults::set_remote_backend(RemoteBackendType remote_backend)
 std::size_t defaults::remote_max_connections() { return get<&Settings::remote_max_connections>(); }
 void defaults::set_remote_max_connections(std::size_t remote_max_connections)
 {
-  expect_positive("set_remote_max_connections", "remote_max_connections", remote_max_connections);
+  expect_in("set_remote_max_connections",
+            "remote_max_connections",
+            remote_max_connections,
+            detail::bounds::remote_max_connections);
   set<&Settings::remote_max_connections>(remote_max_connections);
 }
 
 unsigned int defaults::remote_io_num_reactors() { return get<&Settings::remote_io_num_reactors>(); }
 void defaults::set_remote_io_num_reactors(unsigned int num_reactors)
 {
-  expect_positive("set_remote_io_num_reactors", "remote_io_num_reactors", num_reactors);
+  expect_in("set_remote_io_num_reactors",
+            "remote_io_num_reactors",
+            num_reactors,
+            detail::bounds::remote_io_num_reactors);
   set<&Settings::remote_io_num_reactors>(num_reactors);
 }
 

@@ -6,6 +6,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include <kvikio/detail/logger.hpp>
 
@@ -25,16 +26,17 @@ void check_thread_count(unsigned int nthreads)
 ThreadPool::ThreadPool(unsigned int nthreads)
 {
   check_thread_count(nthreads);
-  start(nthreads);
+  try {
+    start(nthreads);
+  } catch (...) {
+    stop_and_join();  // the threads that did start
+    throw;
+  }
 }
 
 ThreadPool::~ThreadPool() { stop_and_join(); }
 
-unsigned int ThreadPool::get_thread_count() const noexcept
-{
-  std::lock_guard const lock{mutex_};
-  return static_cast<unsigned int>(threads_.size());
-}
+unsigned int ThreadPool::get_thread_count() const noexcept { return thread_count_.load(); }
 
 bool ThreadPool::is_worker_thread() const noexcept { return current_pool == this; }
 
@@ -45,8 +47,19 @@ void ThreadPool::reset(unsigned int nthreads)
     throw std::logic_error("ThreadPool::reset() called from one of the pool's own tasks");
   }
   std::lock_guard const reset_lock{reset_mutex_};
+  unsigned int const before = thread_count_.load();
   stop_and_join();
-  start(nthreads);
+  try {
+    start(nthreads);
+  } catch (std::system_error const& e) {
+    // The pool keeps the size it had: a failed resize leaves nothing half done.
+    stop_and_join();
+    start(before);
+    throw std::system_error(e.code(),
+                            "ThreadPool::reset(" + std::to_string(nthreads) +
+                              "): could not start " + std::to_string(nthreads) +
+                              " threads; the pool keeps its " + std::to_string(before));
+  }
 }
 
 void ThreadPool::wait()
@@ -100,12 +113,16 @@ void ThreadPool::enqueue(std::function<void()> job)
 
 void ThreadPool::start(unsigned int nthreads)
 {
-  std::lock_guard const lock{mutex_};
-  stopping_ = false;
-  threads_.reserve(nthreads);
-  for (unsigned int i = 0; i < nthreads; ++i) {
-    threads_.emplace_back([this] { worker_loop(); });
+  {
+    std::lock_guard const lock{mutex_};
+    stopping_ = false;
+    threads_.reserve(nthreads);
+    for (unsigned int i = 0; i < nthreads; ++i) {
+      threads_.emplace_back([this] { worker_loop(); });
+    }
   }
+  // Only once they all run: while a resize is under way the pool reports the size it had.
+  thread_count_ = nthreads;
 }
 
 void ThreadPool::stop_and_join()

@@ -27,6 +27,7 @@
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cufile.hpp>
 #include <kvikio/utils.hpp>
+#include "open_file.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): for posix_spawn
 
@@ -118,12 +119,25 @@ int open_fd_parse_flags(std::string const& flags, bool o_direct)
 {
   auto const expected = "\"" + flags + "\" (expected \"r\", \"r+\", \"w\" or \"w+\")";
   KVIKIO_EXPECT(!flags.empty(), "Unknown file open flag: " + expected, std::invalid_argument);
-  bool const plus = flags.size() > 1 && flags[1] == '+';
-  int file_flags  = 0;
+  if (flags[0] == 'a') {
+    KVIKIO_FAIL("Open flag 'a' isn't supported: " + expected, std::invalid_argument);
+  }
+  // After `r` or `w`: at most one `+` and one `b` (Python's binary mode, which every open here
+  // is), in either order. Anything else (`rw+`, `rx`) would open with access the caller did
+  // not ask for, so it is refused rather than ignored.
+  bool plus   = false;
+  bool binary = false;
+  for (std::size_t i = 1; i < flags.size(); ++i) {
+    bool& seen = flags[i] == '+' ? plus : binary;
+    KVIKIO_EXPECT((flags[i] == '+' || flags[i] == 'b') && !seen,
+                  "Unknown file open flag: " + expected,
+                  std::invalid_argument);
+    seen = true;
+  }
+  int file_flags = 0;
   switch (flags[0]) {
     case 'r': file_flags = plus ? O_RDWR : O_RDONLY; break;
     case 'w': file_flags = (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC; break;
-    case 'a': KVIKIO_FAIL("Open flag 'a' isn't supported: " + expected, std::invalid_argument);
     default: KVIKIO_FAIL("Unknown file open flag: " + expected, std::invalid_argument);
   }
   file_flags |= O_CLOEXEC;
@@ -131,12 +145,59 @@ int open_fd_parse_flags(std::string const& flags, bool o_direct)
   return file_flags;
 }
 
+namespace detail {
+
+void check_path(std::string const& file_path, std::string_view what)
+{
+  auto const nul = file_path.find('\0');
+  if (nul == std::string::npos) { return; }
+  // Shown with the NUL spelled out: the C string the kernel would see ends there, and names
+  // another file (upstream opened, and with "w" emptied, that one).
+  std::string shown = file_path;
+  shown.replace(nul, 1, "\\0");
+  throw std::invalid_argument(std::string{what} + " \"" + shown +
+                              "\": embedded null byte in the path (at position " +
+                              std::to_string(nul) + ")");
+}
+
+int open_regular_file(std::string const& file_path,
+                      int oflags,
+                      mode_t mode,
+                      std::string const& flags)
+{
+  check_path(file_path, "Unable to open file");
+  std::string const what = "Unable to open file \"" + file_path + "\" with flags \"" + flags + "\"";
+  // O_NONBLOCK: opening a FIFO must not wait for its other end; cleared below, once the
+  // descriptor is known to be a file, so that the open flags are the ones asked for.
+  int const fd = ::open(file_path.c_str(), oflags | O_NONBLOCK, mode);
+  KVIKIO_SYSCALL_CHECK(fd, what);
+  struct stat st {};
+  int error = ::fstat(fd, &st) == 0 ? 0 : errno;
+  if (error == 0 && S_ISDIR(st.st_mode)) {
+    error = EISDIR;
+  } else if (error == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+    error = ESPIPE;  // a FIFO, socket or character device: no offsets to read at
+  }
+  if (error == 0 && (oflags & O_NONBLOCK) == 0 &&
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+    error = errno;
+  }
+  if (error != 0) {
+    ::close(fd);
+    detail::throw_system_error(
+      error,
+      __FILE__,
+      __LINE__,
+      what + (error == ESPIPE ? " (not a regular file or block device)" : ""));
+  }
+  return fd;
+}
+
+}  // namespace detail
+
 int open_fd(std::string const& file_path, std::string const& flags, bool o_direct, mode_t mode)
 {
-  int const fd = ::open(file_path.c_str(), open_fd_parse_flags(flags, o_direct), mode);
-  KVIKIO_SYSCALL_CHECK(fd,
-                       "Unable to open file \"" + file_path + "\" with flags \"" + flags + "\"");
-  return fd;
+  return detail::open_regular_file(file_path, open_fd_parse_flags(flags, o_direct), mode, flags);
 }
 
 int open_flags(int fd)
@@ -156,6 +217,7 @@ std::size_t get_file_size(int file_descriptor)
 
 std::size_t get_file_size(std::string const& file_path)
 {
+  detail::check_path(file_path, "Unable to query file size of");
   struct stat st {};
   KVIKIO_SYSCALL_CHECK(::stat(file_path.c_str(), &st),
                        "Unable to query file size of \"" + file_path + "\"");

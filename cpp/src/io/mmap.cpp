@@ -14,6 +14,7 @@
 #include <utility>
 
 #include <kvikio/bounce_buffer.hpp>
+#include <kvikio/detail/in_flight.hpp>
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/nvtx.hpp>
 #include <kvikio/detail/stream_cache.hpp>
@@ -24,6 +25,59 @@
 #include <kvikio/utils.hpp>
 
 namespace kvikio {
+namespace detail {
+
+// What a read needs of a handle's mapping, copied: the tasks of a pread keep working if the
+// handle is moved meanwhile (its lease keeps the mapping itself alive).
+struct MappedRange {
+  std::string path;
+  int fd;
+  std::byte const* first;  // the byte at file offset `offset`
+  std::size_t offset;
+};
+
+}  // namespace detail
+
+namespace {
+
+void copy_out(detail::MappedRange const& range,
+              std::byte* dst,
+              std::size_t size,
+              std::size_t offset,
+              bool device)
+{
+  // Mapped pages past the file's end fault (SIGBUS) when touched: a file shrunk since it was
+  // mapped is an error here, just before the copy (one that shrinks during the copy still
+  // faults: docs/design.md).
+  struct stat st {};
+  KVIKIO_SYSCALL_CHECK(::fstat(range.fd, &st), "fstat(\"" + range.path + "\")");
+  KVIKIO_EXPECT(offset + size <= static_cast<std::size_t>(st.st_size),
+                "MmapHandle: " + range.path + " shrank to " + std::to_string(st.st_size) +
+                  " bytes since it was mapped; " + std::to_string(size) + " bytes at offset " +
+                  std::to_string(offset) + " are past its end",
+                std::out_of_range);
+  auto const* src = range.first + (offset - range.offset);
+  if (!device) {
+    std::memcpy(dst, src, size);
+    return;
+  }
+  // Mapped pages are pageable: stage them through the ring's pinned slots (pageable copies are
+  // slow), copying into one slot while the others are on their way to the device.
+  PushAndPopContext const context{dst};
+  CUcontext ctx{};
+  KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
+  CUstream const stream = detail::stream_for_this_thread(ctx);
+  BounceBufferRing<> ring{defaults::num_bounce_buffers()};
+  for (std::size_t done = 0; done < size;) {
+    std::size_t const n = std::min(ring.slot_size(), size - done);
+    std::memcpy(ring.next(), src + done, n);
+    ring.submit_h2d(convert_void2deviceptr(dst + done), n, stream);
+    done += n;
+  }
+  ring.finish();
+}
+
+}  // namespace
 
 MmapHandle::MmapHandle(std::string const& file_path,
                        std::string const& flags,
@@ -41,6 +95,7 @@ MmapHandle::MmapHandle(std::string const& file_path,
                 std::invalid_argument);
   fd_ = open_fd(file_path, flags, false, mode);
   try {
+    in_flight_ = std::make_unique<detail::InFlight>();
     file_size_ = get_file_size(fd_);
     // An empty file maps nothing and is no error.
     if (file_size_ == 0) { return; }
@@ -79,15 +134,18 @@ MmapHandle::MmapHandle(std::string const& file_path,
   }
 }
 
+MmapHandle::MmapHandle() noexcept = default;
+
 MmapHandle::MmapHandle(MmapHandle&& o) noexcept
   : path_{std::move(o.path_)},
-    fd_{std::exchange(o.fd_, -1)},
+    fd_{o.fd_.exchange(-1)},
     file_size_{o.file_size_},
     map_offset_{o.map_offset_},
     map_size_{o.map_size_},
     mapping_{std::exchange(o.mapping_, nullptr)},
     mapping_size_{o.mapping_size_},
-    page_shift_{o.page_shift_}
+    page_shift_{o.page_shift_},
+    in_flight_{std::move(o.in_flight_)}
 {
 }
 
@@ -96,13 +154,14 @@ MmapHandle& MmapHandle::operator=(MmapHandle&& o) noexcept
   if (this != &o) {
     close();
     path_         = std::move(o.path_);
-    fd_           = std::exchange(o.fd_, -1);
+    fd_           = o.fd_.exchange(-1);
     file_size_    = o.file_size_;
     map_offset_   = o.map_offset_;
     map_size_     = o.map_size_;
     mapping_      = std::exchange(o.mapping_, nullptr);
     mapping_size_ = o.mapping_size_;
     page_shift_   = o.page_shift_;
+    in_flight_    = std::move(o.in_flight_);
   }
   return *this;
 }
@@ -120,12 +179,14 @@ bool MmapHandle::closed() const noexcept { return fd_ < 0; }
 
 void MmapHandle::close() noexcept
 {
+  if (in_flight_ != nullptr) { in_flight_->close_and_wait(); }
+  static std::mutex closing;  // one close() unmaps; one racing it finds nothing left
+  std::lock_guard const lock{closing};
   if (mapping_ != nullptr && ::munmap(mapping_, mapping_size_) != 0) {
     KVIKIO_LOG_ERROR("munmap of ", path_, " failed: errno ", errno);
   }
   mapping_ = nullptr;
-  if (fd_ >= 0) { ::close(fd_); }
-  fd_ = -1;
+  if (int const fd = fd_.exchange(-1); fd >= 0) { ::close(fd); }
 }
 
 std::size_t MmapHandle::checked_size(std::optional<std::size_t> size,
@@ -148,44 +209,14 @@ std::size_t MmapHandle::checked_size(std::optional<std::size_t> size,
   return n;
 }
 
-void MmapHandle::copy_out(std::byte* dst, std::size_t size, std::size_t offset, bool device) const
-{
-  // Mapped pages past the file's end fault (SIGBUS) when touched: a file shrunk since it was
-  // mapped is an error here, just before the copy (one that shrinks during the copy still
-  // faults: docs/design.md).
-  struct stat st {};
-  KVIKIO_SYSCALL_CHECK(::fstat(fd_, &st), "fstat(\"" + path_ + "\")");
-  KVIKIO_EXPECT(offset + size <= static_cast<std::size_t>(st.st_size),
-                "MmapHandle: " + path_ + " shrank to " + std::to_string(st.st_size) +
-                  " bytes since it was mapped; " + std::to_string(size) + " bytes at offset " +
-                  std::to_string(offset) + " are past its end",
-                std::out_of_range);
-  auto const* src = static_cast<std::byte const*>(mapping_) + page_shift_ + (offset - map_offset_);
-  if (!device) {
-    std::memcpy(dst, src, size);
-    return;
-  }
-  // Mapped pages are pageable: stage them through the ring's pinned slots (pageable copies are
-  // slow), copying into one slot while the others are on their way to the device.
-  PushAndPopContext const context{dst};
-  CUcontext ctx{};
-  KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
-  CUstream const stream = detail::stream_for_this_thread(ctx);
-  BounceBufferRing<> ring{defaults::num_bounce_buffers()};
-  for (std::size_t done = 0; done < size;) {
-    std::size_t const n = std::min(ring.slot_size(), size - done);
-    std::memcpy(ring.next(), src + done, n);
-    ring.submit_h2d(convert_void2deviceptr(dst + done), n, stream);
-    done += n;
-  }
-  ring.finish();
-}
-
 std::size_t MmapHandle::read(void* buf, std::optional<std::size_t> size, std::size_t offset)
 {
   KVIKIO_NVTX_FUNC_RANGE();
+  auto const lease    = enter();
   std::size_t const n = checked_size(size, offset, buf);
-  if (n > 0) { copy_out(static_cast<std::byte*>(buf), n, offset, !is_host_memory(buf)); }
+  if (n > 0) {
+    copy_out(mapped_range(), static_cast<std::byte*>(buf), n, offset, !is_host_memory(buf));
+  }
   return n;
 }
 
@@ -196,18 +227,32 @@ std::future<std::size_t> MmapHandle::pread(void* buf,
                                            ThreadPool* thread_pool)
 {
   KVIKIO_NVTX_FUNC_RANGE();
+  auto lease          = enter();  // held by every task until the last one is done
   std::size_t const n = checked_size(size, offset, buf);
   bool const device   = n > 0 && !is_host_memory(buf);
   auto* const dst     = static_cast<std::byte*>(buf);
   return parallel_io(
-    [this, dst, device](std::size_t buf_offset, std::size_t chunk, std::size_t file_offset) {
-      copy_out(dst + buf_offset, chunk, file_offset, device);
+    [lease, range = mapped_range(), dst, device](
+      std::size_t buf_offset, std::size_t chunk, std::size_t file_offset) {
+      copy_out(range, dst + buf_offset, chunk, file_offset, device);
       return chunk;
     },
     n,
     offset,
     task_size,
     thread_pool);
+}
+
+detail::MappedRange MmapHandle::mapped_range() const
+{
+  return {path_, fd_.load(), static_cast<std::byte const*>(mapping_) + page_shift_, map_offset_};
+}
+
+std::shared_ptr<void> MmapHandle::enter() const
+{
+  auto lease = in_flight_ == nullptr ? nullptr : in_flight_->enter();
+  KVIKIO_EXPECT(lease != nullptr, "Cannot read from a closed MmapHandle", std::runtime_error);
+  return lease;
 }
 
 }  // namespace kvikio

@@ -23,8 +23,18 @@ void RemoteEndpoint::setup_range_request(CurlHandle& curl,
 HttpEndpoint::HttpEndpoint(std::string url)
   : RemoteEndpoint{RemoteEndpointType::HTTP}, url_{std::move(url)}
 {
-  KVIKIO_EXPECT(is_url_valid(url_),
-                "HttpEndpoint: not a valid http(s) URL: \"" + url_ + "\"",
+  // What is wrong with it, in the message: the parser's reason, or the scheme.
+  std::string reason;
+  try {
+    auto const parsed = detail::parse_url(url_);
+    if (parsed.scheme != "http" && parsed.scheme != "https") {
+      reason = "the scheme is \"" + parsed.scheme + "\", expected http or https";
+    }
+  } catch (std::exception const& e) {
+    reason = e.what();
+  }
+  KVIKIO_EXPECT(reason.empty(),
+                "HttpEndpoint: not a valid http(s) URL: \"" + url_ + "\": " + reason,
                 std::invalid_argument);
 }
 

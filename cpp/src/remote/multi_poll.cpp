@@ -34,13 +34,17 @@ using Clock = std::chrono::steady_clock;
 /// so no chunk still writes into the caller's buffer when the future is ready.
 class PreadCompletion {
  public:
-  PreadCompletion(std::size_t chunks, std::size_t total) : remaining_{chunks}, total_{total} {}
+  PreadCompletion(std::size_t chunks, std::size_t total, std::shared_ptr<void> lease)
+    : remaining_{chunks}, total_{total}, lease_{std::move(lease)}
+  {
+  }
   std::future<std::size_t> future() { return promise_.get_future(); }
   void chunk_ended(std::exception_ptr error) noexcept
   {
     std::lock_guard const lock{mutex_};
     if (error && !error_) { error_ = std::move(error); }
     if (--remaining_ > 0) { return; }
+    lease_.reset();  // no chunk uses the endpoint any more
     if (error_) {
       promise_.set_exception(error_);
     } else {
@@ -53,6 +57,7 @@ class PreadCompletion {
   std::size_t remaining_;
   std::size_t total_;
   std::exception_ptr error_;
+  std::shared_ptr<void> lease_;  // the caller's lease on the endpoint (detail/in_flight.hpp)
   std::promise<std::size_t> promise_;
 };
 
@@ -468,11 +473,12 @@ std::future<std::size_t> MultiPollTransport::pread(RemoteEndpoint& endpoint,
                                                    std::size_t size,
                                                    std::size_t file_offset,
                                                    std::size_t task_size,
-                                                   CUcontext device_context)
+                                                   CUcontext device_context,
+                                                   std::shared_ptr<void> lease)
 {
   KVIKIO_NVTX_FUNC_RANGE();
   std::size_t const chunks     = (size + task_size - 1) / task_size;
-  auto completion              = std::make_shared<PreadCompletion>(chunks, size);
+  auto completion              = std::make_shared<PreadCompletion>(chunks, size, std::move(lease));
   auto future                  = completion->future();
   std::size_t const n_reactors = defaults::remote_io_num_reactors();
   std::size_t const total      = defaults::remote_io_max_concurrent_requests();

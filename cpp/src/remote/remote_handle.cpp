@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include <kvikio/detail/in_flight.hpp>
 #include <kvikio/detail/nvtx.hpp>
 #include <kvikio/detail/url.hpp>
 #include <kvikio/error.hpp>
@@ -73,6 +74,7 @@ void get_range(RemoteEndpoint& endpoint,
 
 // One range into `buf`, host memory (`device_context` null) or device memory of that context,
 // through `backend`: on the calling thread (easy), or as one chunk on a reactor (multi-poll).
+// On the calling thread, which holds a lease on `endpoint` throughout.
 std::size_t read_range(RemoteEndpoint& endpoint,
                        RemoteBackendType backend,
                        void* buf,
@@ -178,16 +180,51 @@ RemoteHandle RemoteHandle::open(std::string const& url,
 }
 
 RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint, std::size_t nbytes)
-  : endpoint_{std::move(endpoint)}, nbytes_{nbytes}
+  : endpoint_{std::move(endpoint)},
+    nbytes_{nbytes},
+    in_flight_{std::make_unique<detail::InFlight>()}
 {
   KVIKIO_EXPECT(endpoint_ != nullptr, "RemoteHandle: null endpoint", std::invalid_argument);
 }
 
 RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint)
-  : endpoint_{std::move(endpoint)}, nbytes_{0}
+  : endpoint_{std::move(endpoint)}, nbytes_{0}, in_flight_{std::make_unique<detail::InFlight>()}
 {
   KVIKIO_EXPECT(endpoint_ != nullptr, "RemoteHandle: null endpoint", std::invalid_argument);
   nbytes_ = endpoint_->get_file_size();
+}
+
+RemoteHandle::RemoteHandle(RemoteHandle&& o) noexcept
+  : endpoint_{std::move(o.endpoint_)},
+    nbytes_{o.nbytes_},
+    backend_{o.backend_.load()},
+    in_flight_{std::move(o.in_flight_)}
+{
+}
+
+RemoteHandle& RemoteHandle::operator=(RemoteHandle&& o) noexcept
+{
+  if (this != &o) {
+    if (in_flight_ != nullptr) { in_flight_->close_and_wait(); }
+    endpoint_  = std::move(o.endpoint_);
+    nbytes_    = o.nbytes_;
+    backend_   = o.backend_.load();
+    in_flight_ = std::move(o.in_flight_);
+  }
+  return *this;
+}
+
+RemoteHandle::~RemoteHandle() noexcept
+{
+  // Before the members go: the endpoint must outlive every read that uses it.
+  if (in_flight_ != nullptr) { in_flight_->close_and_wait(); }
+}
+
+std::shared_ptr<void> RemoteHandle::enter(char const* what) const
+{
+  auto lease = in_flight_ == nullptr ? nullptr : in_flight_->enter();
+  KVIKIO_EXPECT(lease != nullptr, std::string{what} + ": the RemoteHandle was moved from");
+  return lease;
 }
 
 void RemoteHandle::check_in_range(char const* what, std::size_t size, std::size_t offset) const
@@ -201,12 +238,13 @@ void RemoteHandle::check_in_range(char const* what, std::size_t size, std::size_
 
 RemoteBackendType RemoteHandle::backend() const
 {
-  return backend_.value_or(defaults::remote_backend());
+  return remote_backend().value_or(defaults::remote_backend());
 }
 
 std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_offset)
 {
   KVIKIO_NVTX_FUNC_RANGE();
+  auto const lease = enter("RemoteHandle::read");
   check_in_range("RemoteHandle::read", size, file_offset);
   if (size == 0) { return 0; }
   KVIKIO_EXPECT(buf != nullptr, "RemoteHandle::read: null buffer", std::invalid_argument);
@@ -221,6 +259,7 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
                                              ThreadPool* thread_pool)
 {
   KVIKIO_NVTX_FUNC_RANGE();
+  auto lease = enter("RemoteHandle::pread");  // held by every chunk until the last one ends
   check_in_range("RemoteHandle::pread", size, file_offset);
   KVIKIO_EXPECT(
     buf != nullptr || size == 0, "RemoteHandle::pread: null buffer", std::invalid_argument);
@@ -231,11 +270,15 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
                   std::invalid_argument);
     CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
     return detail::MultiPollTransport::instance().pread(
-      *endpoint_, bytes, size, file_offset, task_size, device_context);
+      *endpoint_, bytes, size, file_offset, task_size, device_context, std::move(lease));
   }
   return parallel_io(
-    [this, bytes](std::size_t buf_offset, std::size_t n, std::size_t offset) {
-      return read(bytes + buf_offset, n, offset);
+    [lease, endpoint = endpoint_.get(), backend = backend(), bytes](
+      std::size_t buf_offset, std::size_t n, std::size_t offset) {
+      void* const buf = bytes + buf_offset;
+      CUcontext const device_context =
+        is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
+      return read_range(*endpoint, backend, buf, n, offset, device_context);
     },
     size,
     file_offset,
@@ -249,6 +292,7 @@ StreamFuture RemoteHandle::read_async(void* devPtr,
                                       CUstream stream)
 {
   KVIKIO_NVTX_FUNC_RANGE();
+  auto lease = enter("RemoteHandle::read_async");
   check_in_range("RemoteHandle::read_async", size, file_offset);
   StreamFuture future{devPtr, size, static_cast<off_t>(file_offset), 0, stream};
   auto [base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s] = future.get_args();
@@ -269,7 +313,7 @@ StreamFuture RemoteHandle::read_async(void* devPtr,
     defaults::task_size(),
     // The pieces land in the stream's pinned staging: host memory, known without asking the
     // driver about each piece.
-    [endpoint = endpoint_.get(), backend = backend()](
+    [lease, endpoint = endpoint_.get(), backend = backend()](
       void* host, std::size_t n, std::size_t offset) {
       return read_range(*endpoint, backend, host, n, offset, nullptr);
     },

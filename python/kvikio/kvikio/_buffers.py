@@ -10,10 +10,13 @@ caller's to do, so it is a ValueError.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from kvikio import _lib
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,13 @@ def as_buffer(obj: Any, *, writable: bool) -> Buffer:
                 "KvikIO reads and writes contiguous memory only"
             )
         ptr, readonly = cai["data"]
+        if not _lib.is_cuda_available():
+            # Without a driver every address looks like host memory: refuse rather than write
+            # the file's bytes wherever the device pointer happens to point.
+            raise RuntimeError(
+                f"a device array ({type(obj).__name__} with __cuda_array_interface__) but no "
+                f"CUDA driver: {_lib.cuda_unavailable_reason()}"
+            )
         if writable and readonly:
             raise ValueError("a read-only device array cannot be read into")
         return Buffer(int(ptr or 0), math.prod(shape) * itemsize, True, obj)
@@ -91,10 +101,34 @@ def stream_handle(stream: Any) -> int:
     )
 
 
+_U64_LIMIT = 1 << 64
+
+
+def unsigned(what: str, name: str, value) -> int:
+    """``value`` as an unsigned 64-bit integer: TypeError for what is no integer (a float, a
+    string), OverflowError for a negative value (as upstream's conversion) or one of 2^64 or
+    more; each naming the call, the argument and the value."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what}: {name} must be an integer, got a bool ({value!r})")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(
+            f"{what}: {name} must be an integer, got {type(value).__name__} ({value!r})"
+        ) from None
+    if n < 0:
+        raise OverflowError(f"{what}: {name} is {n}: can't convert negative value to an "
+                            "unsigned integer")
+    if n >= _U64_LIMIT:
+        raise OverflowError(f"{what}: {name} is {n}, which does not fit 64 bits")
+    return n
+
+
 def size_of(buf: Buffer, size: int | None, what: str) -> int:
     """``size``, or the whole buffer; never more than the buffer holds."""
     if size is None:
         return buf.nbytes
-    if size < 0 or size > buf.nbytes:
+    size = unsigned(what, "size", size)
+    if size > buf.nbytes:
         raise ValueError(f"{what}: size {size} does not fit a buffer of {buf.nbytes} bytes")
     return size

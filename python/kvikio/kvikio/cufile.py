@@ -8,7 +8,7 @@ import os
 from typing import Any, Union
 
 from kvikio import _lib
-from kvikio._buffers import as_buffer, size_of, stream_handle
+from kvikio._buffers import as_buffer, size_of, stream_handle, unsigned
 from kvikio.utils import kvikio_deprecation_notice
 
 
@@ -42,7 +42,13 @@ class IOFutureStream:
 class CuFile:
     """A file opened for I/O into host or device memory.
 
-    ``flags``: ``"r"``, ``"r+"``, ``"w"`` (create, truncate) or ``"w+"``.
+    ``flags``: ``"r"``, ``"r+"``, ``"w"`` (create, truncate) or ``"w+"`` (a ``b`` may be
+    added). A path with a NUL byte is a ValueError (as ``open()``); a path that cannot be opened
+    raises the OSError ``open()`` would (FileNotFoundError, IsADirectoryError, ...), which is a
+    RuntimeError too, as upstream raises.
+
+    ``close()`` (and leaving a ``with`` block) waits for the reads and writes still running on
+    the file; operations started after it raise RuntimeError.
     """
 
     def __init__(self, file: str | os.PathLike, flags: str = "r"):
@@ -78,16 +84,20 @@ class CuFile:
         """Reads into ``buf`` in parallel tasks; returns at once."""
         b = as_buffer(buf, writable=True)
         n = size_of(b, size, "pread")
-        ts = task_size if task_size is not None else _lib.defaults.task_size()
-        return IOFuture(self._handle.pread(b.ptr, n, file_offset, ts), b)
+        ts = _lib.defaults.task_size() if task_size is None else unsigned("pread", "task_size",
+                                                                          task_size)
+        off = unsigned("pread", "file_offset", file_offset)
+        return IOFuture(self._handle.pread(b.ptr, n, off, ts), b)
 
     def pwrite(self, buf, size: int | None = None, file_offset: int = 0,
                task_size: int | None = None) -> IOFuture:
         """Writes ``buf`` in parallel tasks; returns at once."""
         b = as_buffer(buf, writable=False)
         n = size_of(b, size, "pwrite")
-        ts = task_size if task_size is not None else _lib.defaults.task_size()
-        return IOFuture(self._handle.pwrite(b.ptr, n, file_offset, ts), b)
+        ts = _lib.defaults.task_size() if task_size is None else unsigned("pwrite", "task_size",
+                                                                          task_size)
+        off = unsigned("pwrite", "file_offset", file_offset)
+        return IOFuture(self._handle.pwrite(b.ptr, n, off, ts), b)
 
     def read(self, buf, size: int | None = None, file_offset: int = 0,
              task_size: int | None = None) -> int:
@@ -101,8 +111,11 @@ class CuFile:
         b = as_buffer(buf, writable=writable)
         if not b.is_device:
             raise ValueError("stream-ordered I/O needs device memory (__cuda_array_interface__)")
-        n = size_of(b, size, "read_async" if writable else "write_async")
-        if dev_offset < 0 or dev_offset + n > b.nbytes:
+        what = "read_async" if writable else "write_async"
+        n = size_of(b, size, what)
+        dev_offset = unsigned(what, "dev_offset", dev_offset)
+        file_offset = unsigned(what, "file_offset", file_offset)
+        if dev_offset + n > b.nbytes:
             raise ValueError(f"dev_offset {dev_offset} + size {n} exceed {b.nbytes} bytes")
         return IOFutureStream(op(b.ptr, n, file_offset, dev_offset, stream_handle(stream)), b)
 

@@ -13,6 +13,7 @@ import enum
 from typing import Any, overload
 
 from kvikio import _lib
+from kvikio._buffers import unsigned
 
 _d = _lib.defaults
 
@@ -65,13 +66,11 @@ def _enum_setting(name: str, kind: type[enum.IntEnum], aliases: dict[str, int]):
 
 def _unsigned(name: str, setter):
     """`setter` of an unsigned setting: a negative value is an OverflowError, as upstream's
-    conversion to an unsigned C type raises."""
+    conversion to an unsigned C type raises; a float or a string a TypeError, 2^64 or more an
+    OverflowError, each naming the setting; the bounds are the C++ setter's (ValueError)."""
 
     def checked(value) -> None:
-        if isinstance(value, int) and not isinstance(value, bool) and value < 0:
-            raise OverflowError(f"{name}: can't convert negative value {value} to an unsigned "
-                                "integer")
-        setter(value)
+        setter(unsigned("kvikio.defaults.set", name, value))
 
     return checked
 
@@ -99,8 +98,9 @@ for _name in (
     "ipc_open_cache_size",
 ):
     _SETTINGS[_name] = (getattr(_d, _name), _unsigned(_name, getattr(_d, "set_" + _name)))
+_SETTINGS["http_timeout"] = (_d.http_timeout, _unsigned("http_timeout", _d.set_http_timeout))
 for _name in (
-    "http_timeout", "http_status_codes", "auto_direct_io_read", "auto_direct_io_read_overread",
+    "http_status_codes", "auto_direct_io_read", "auto_direct_io_read_overread",
     "auto_direct_io_write", "thread_pool_per_block_device", "local_io_backend",
 ):
     _SETTINGS[_name] = (getattr(_d, _name), getattr(_d, "set_" + _name))

@@ -8,7 +8,7 @@ import stat
 from typing import Optional
 
 from kvikio import _lib
-from kvikio._buffers import as_buffer, size_of
+from kvikio._buffers import as_buffer, size_of, unsigned
 from kvikio.cufile import IOFuture
 
 
@@ -53,10 +53,13 @@ class Mmap:
 
     def read(self, buf, size: int | None = None, offset: int = 0) -> int:
         b = as_buffer(buf, writable=True)
-        return self._handle.read(b.ptr, size_of(b, size, "read"), offset)
+        off = unsigned("read", "offset", offset)
+        return self._handle.read(b.ptr, size_of(b, size, "read"), off)
 
     def pread(self, buf, size: int | None = None, offset: int = 0,
               task_size: int | None = None) -> IOFuture:
         b = as_buffer(buf, writable=True)
-        ts = task_size if task_size is not None else _lib.defaults.task_size()
-        return IOFuture(self._handle.pread(b.ptr, size_of(b, size, "pread"), offset, ts), b)
+        ts = _lib.defaults.task_size() if task_size is None else unsigned("pread", "task_size",
+                                                                          task_size)
+        off = unsigned("pread", "offset", offset)
+        return IOFuture(self._handle.pread(b.ptr, size_of(b, size, "pread"), off, ts), b)

@@ -7,7 +7,7 @@ import urllib.parse
 from typing import Optional
 
 from kvikio import _lib
-from kvikio._buffers import as_buffer, size_of, stream_handle
+from kvikio._buffers import as_buffer, size_of, stream_handle, unsigned
 from kvikio.cufile import IOFuture, IOFutureStream
 
 RemoteEndpointType = _lib.RemoteEndpointType
@@ -40,7 +40,9 @@ class RemoteFile:
 
     @classmethod
     def open_http(cls, url: str, nbytes: int | None = None) -> "RemoteFile":
-        return cls.open(url, RemoteEndpointType.HTTP, None, nbytes)
+        """An http(s) URL; one that is not a valid http(s) URL is a ValueError saying what is
+        wrong with it (as C++'s HttpEndpoint, std::invalid_argument)."""
+        return cls(_lib.RemoteHandle.open_http(url, nbytes))
 
     @classmethod
     def open_s3(cls, bucket_name: str, object_name: str, nbytes: Optional[int] = None,
@@ -107,13 +109,16 @@ class RemoteFile:
 
     def read(self, buf, size: int | None = None, file_offset: int = 0) -> int:
         b = as_buffer(buf, writable=True)
-        return self._handle.read(b.ptr, size_of(b, size, "read"), file_offset)
+        off = unsigned("read", "file_offset", file_offset)
+        return self._handle.read(b.ptr, size_of(b, size, "read"), off)
 
     def pread(self, buf, size: int | None = None, file_offset: int = 0,
               task_size: int | None = None) -> IOFuture:
         b = as_buffer(buf, writable=True)
-        ts = task_size if task_size is not None else _lib.defaults.task_size()
-        return IOFuture(self._handle.pread(b.ptr, size_of(b, size, "pread"), file_offset, ts), b)
+        ts = _lib.defaults.task_size() if task_size is None else unsigned("pread", "task_size",
+                                                                          task_size)
+        off = unsigned("pread", "file_offset", file_offset)
+        return IOFuture(self._handle.pread(b.ptr, size_of(b, size, "pread"), off, ts), b)
 
     def read_async(self, buf, stream, size: int | None = None,
                    file_offset: int = 0) -> IOFutureStream:
@@ -122,7 +127,8 @@ class RemoteFile:
         if not b.is_device:
             raise ValueError("stream-ordered reads need device memory (__cuda_array_interface__)")
         return IOFutureStream(
-            self._handle.read_async(b.ptr, size_of(b, size, "read_async"), file_offset,
+            self._handle.read_async(b.ptr, size_of(b, size, "read_async"),
+                                    unsigned("read_async", "file_offset", file_offset),
                                     stream_handle(stream)),
             b,
         )

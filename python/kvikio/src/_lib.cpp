@@ -5,13 +5,18 @@
  * as (address, size) pairs: the Python side reads them out of __cuda_array_interface__ or the
  * buffer protocol and keeps the objects alive. Every call that waits or moves bytes releases the
  * GIL. C++ exceptions map as pybind11 maps them (invalid_argument -> ValueError, out_of_range ->
- * IndexError, overflow_error -> OverflowError, other runtime_error -> RuntimeError).
+ * IndexError, overflow_error -> OverflowError, other runtime_error -> RuntimeError), except
+ * std::system_error: the OSError subclass open() would raise for its errno (FileNotFoundError,
+ * IsADirectoryError, ...), made a RuntimeError too, which upstream raises.
  */
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <system_error>
 #include <future>
 #include <memory>
 #include <optional>
@@ -23,6 +28,7 @@
 #include <kvikio/buffer.hpp>
 #include <kvikio/cufile/driver.hpp>
 #include <kvikio/file_utils.hpp>
+#include <kvikio/shim/cuda.hpp>
 #include <kvikio/shim/cufile.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/file_handle.hpp>
@@ -77,6 +83,42 @@ auto without_gil(F&& f)
 {
   py::gil_scoped_release const release;
   return f();
+}
+
+// errno -> the Python exception class of a failed system call (see the file's comment); the
+// last entry (errno 0) serves every other errno. Made once, at import, and never freed.
+std::vector<std::pair<int, py::object>>* system_error_classes = nullptr;
+
+void register_system_errors(py::module_& m)
+{
+  auto builtins = py::module_::import("builtins");
+  auto make     = [&](char const* base) {
+    py::object const type = builtins.attr("type");
+    return type(base,
+                py::make_tuple(builtins.attr(base), builtins.attr("RuntimeError")),
+                py::dict(py::arg("__module__") = "kvikio"));
+  };
+  system_error_classes =
+    new std::vector<std::pair<int, py::object>>{{ENOENT, make("FileNotFoundError")},
+                                                {EISDIR, make("IsADirectoryError")},
+                                                {ENOTDIR, make("NotADirectoryError")},
+                                                {EACCES, make("PermissionError")},
+                                                {EPERM, make("PermissionError")},
+                                                {EEXIST, make("FileExistsError")},
+                                                {0, make("OSError")}};  // every other errno
+  m.attr("OSError") = system_error_classes->back().second;
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) { std::rethrow_exception(p); }
+    } catch (std::system_error const& e) {
+      auto& classes  = *system_error_classes;
+      int const code = e.code().value();
+      auto it        = std::find_if(
+        classes.begin(), classes.end(), [&](auto const& c) { return c.first == code; });
+      if (it == classes.end()) { it = classes.end() - 1; }
+      PyErr_SetObject(it->second.ptr(), py::make_tuple(code, e.what()).ptr());
+    }
+  });
 }
 
 void bind_defaults(py::module_& m)
@@ -136,7 +178,8 @@ void bind_file_handle(py::module_& m)
          }),
          py::arg("path"),
          py::arg("flags") = "r")
-    .def("close", &kvikio::FileHandle::close)
+    // close() waits for the handle's running reads and writes: without the GIL.
+    .def("close", &kvikio::FileHandle::close, py::call_guard<py::gil_scoped_release>())
     .def("closed", &kvikio::FileHandle::closed)
     .def("fd", &kvikio::FileHandle::fd, py::arg("o_direct") = false)
     .def("fd_open_flags", &kvikio::FileHandle::fd_open_flags, py::arg("o_direct") = false)
@@ -217,6 +260,17 @@ void bind_remote(py::module_& m)
       py::arg("type")       = kvikio::RemoteEndpointType::AUTO,
       py::arg("allow_list") = std::nullopt,
       py::arg("nbytes")     = std::nullopt)
+    .def_static(
+      "open_http",
+      [](std::string url, std::optional<std::size_t> nbytes) {
+        return without_gil([&] {
+          auto endpoint = std::make_unique<kvikio::HttpEndpoint>(std::move(url));
+          return nbytes ? std::make_unique<kvikio::RemoteHandle>(std::move(endpoint), *nbytes)
+                        : std::make_unique<kvikio::RemoteHandle>(std::move(endpoint));
+        });
+      },
+      py::arg("url"),
+      py::arg("nbytes") = std::nullopt)
     .def_static(
       "open_s3",
       [](std::pair<std::string, std::string> bucket_and_object,
@@ -306,7 +360,7 @@ void bind_mmap_and_buffers(py::module_& m)
     .def("file_size", &kvikio::MmapHandle::file_size)
     .def("nbytes", &kvikio::MmapHandle::nbytes)
     .def("closed", &kvikio::MmapHandle::closed)
-    .def("close", &kvikio::MmapHandle::close)
+    .def("close", &kvikio::MmapHandle::close, py::call_guard<py::gil_scoped_release>())
     .def("read",
          [](kvikio::MmapHandle& h, std::uintptr_t buf, std::size_t size, std::size_t offset) {
            return without_gil([&] { return h.read(as_ptr(buf), size, offset); });
@@ -460,6 +514,9 @@ PYBIND11_MODULE(_lib, m)
   py::class_<Future>(m, "Future").def("get", &Future::get).def("done", &Future::done);
   py::class_<StreamOp>(m, "StreamFuture").def("check_bytes_done", &StreamOp::check_bytes_done);
   m.def("is_host_memory", [](std::uintptr_t p) { return kvikio::is_host_memory(as_ptr(p)); });
+  m.def("is_cuda_available", [] { return kvikio::is_cuda_available(); });
+  m.def("cuda_unavailable_reason", [] { return kvikio::detail::cuda_unavailable_reason(); });
+  register_system_errors(m);
   bind_defaults(m);
   bind_file_handle(m);
   bind_remote(m);

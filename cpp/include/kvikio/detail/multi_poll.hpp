@@ -40,14 +40,16 @@ class MultiPollTransport {
    * @brief Reads `size` bytes at `file_offset` of `endpoint` into `buf`: host memory
    * (`device_context` null) or device memory of that context. The future is ready when every
    * chunk has arrived (or failed: the first error is reported, after the other chunks ended).
-   * `endpoint` and `buf` must live until then.
+   * `endpoint` and `buf` must live until then; `lease` (a RemoteHandle's, detail/in_flight.hpp)
+   * is held until no chunk uses the endpoint any more, just before the future is made ready.
    */
   std::future<std::size_t> pread(RemoteEndpoint& endpoint,
                                  std::byte* buf,
                                  std::size_t size,
                                  std::size_t file_offset,
                                  std::size_t task_size,
-                                 CUcontext device_context);
+                                 CUcontext device_context,
+                                 std::shared_ptr<void> lease = nullptr);
 
   /**
    * @brief Stops the reactors. Transfers in flight or queued fail with an error that says so;

@@ -1,0 +1,59 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+
+namespace kvikio::detail {
+
+/**
+ * @brief The operations still using a handle's resource (a descriptor, a mapping, an endpoint).
+ *
+ * The lifetime rule of every handle: an operation takes a lease before it touches the resource
+ * and drops it when its last task is done; closing the handle refuses new leases, then waits for
+ * the leases out, and only then closes the resource. So a descriptor number is never closed (and
+ * reused by the process for another file) under a running read or write, and a mapping or an
+ * endpoint is never freed under one.
+ *
+ * The object must stay at its address while leases are out: handles hold it by `unique_ptr`.
+ */
+class InFlight {
+ public:
+  /// @brief Held, shared by the tasks of one operation, while it uses the resource.
+  using Lease = std::shared_ptr<void>;
+
+  InFlight() noexcept                  = default;
+  InFlight(InFlight const&)            = delete;
+  InFlight& operator=(InFlight const&) = delete;
+  /// @brief Waits for the leases still out (as close_and_wait()).
+  ~InFlight() noexcept;
+
+  /**
+   * @brief A lease on the resource, or an empty one once closing has started (the caller then
+   * reports the handle closed). @throws std::bad_alloc
+   */
+  [[nodiscard]] Lease enter();
+
+  /// @brief Refuses new leases and returns when every lease taken before has been dropped.
+  void close_and_wait() noexcept;
+
+  /// @brief Whether closing has started.
+  [[nodiscard]] bool closing() const noexcept;
+
+  /// @brief Leases out now (for tests).
+  [[nodiscard]] std::size_t leases() const noexcept;
+
+ private:
+  void leave() noexcept;
+
+  mutable std::mutex mutex_;
+  std::condition_variable idle_;
+  std::size_t leases_{0};
+  bool closing_{false};
+};
+
+}  // namespace kvikio::detail

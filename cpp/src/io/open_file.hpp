@@ -1,0 +1,33 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Opening a local file the way every handle of io/ does (FileHandle, MmapHandle, open_fd).
+ */
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+
+namespace kvikio::detail {
+
+/**
+ * @brief Refuses a path with an embedded NUL byte, which the kernel would cut there (and so
+ * name another file). @throws std::invalid_argument beginning with `what`, the path shown
+ * with the NUL spelled `\0`.
+ */
+void check_path(std::string const& file_path, std::string_view what);
+
+/**
+ * @brief `open(2)` of a regular file or block device, never waiting (a FIFO is refused, not
+ * waited on). @param flags the caller's flag string, for messages.
+ * @throws std::invalid_argument for a NUL in the path; kvikio::GenericSystemError "Unable to
+ * open file" with errno (EISDIR for a directory, ESPIPE for a FIFO, socket or character device).
+ */
+int open_regular_file(std::string const& file_path,
+                      int oflags,
+                      mode_t mode,
+                      std::string const& flags);
+
+}  // namespace kvikio::detail
