@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -319,6 +320,7 @@ struct DocumentedSetting {
   std::string line;                 // the table row, for messages
   std::set<std::string> variables;  // its environment variables
   std::string default_text;         // its default, as the page shows it
+  std::string accepted;             // its accepted values, as the page shows them
 };
 
 // The rows of the page's main table: `| setting | variables | default | accepted values |`.
@@ -336,18 +338,18 @@ std::vector<DocumentedSetting> settings_table()
     if (line.rfind("| ", 0) != 0) { break; }
     std::vector<std::string> cells;
     std::istringstream row{line.substr(2)};
-    for (std::string cell; std::getline(row, cell, '|') && cells.size() < 3;) {
+    for (std::string cell; std::getline(row, cell, '|') && cells.size() < 4;) {
       cells.push_back(cell);
     }
-    EXPECT_EQ(cells.size(), 3U) << line;
-    if (cells.size() < 3) { continue; }
+    EXPECT_EQ(cells.size(), 4U) << line;
+    if (cells.size() < 4) { continue; }
     // The default: its first word without backticks ("4194304 (4 MiB)" is 4194304).
     std::string value = cells[2];
     value.erase(std::remove(value.begin(), value.end(), '`'), value.end());
     std::istringstream words{value};
     std::string first;
     words >> first;
-    table.push_back({line, variables_named_in(cells[1]), first});
+    table.push_back({line, variables_named_in(cells[1]), first, cells[3]});
   }
   return table;
 }
@@ -375,6 +377,47 @@ TEST(SettingsPage, EveryRowMatchesTheCode)
     EXPECT_TRUE(documented.count(row.variable) == 1)
       << row.variable << " is missing from the table of docs/settings.md";
   }
+}
+
+// Every integer setting's accepted values begin with its bounds in the code, `min..max` (the
+// greatest value written 2^64-1 or 2^63-1), which its variable and its setter both keep.
+TEST(SettingsPage, IntegerBoundsAreTheCodes)
+{
+  namespace b = kvikio::detail::bounds;
+  std::map<std::string, kvikio::detail::Bounds> const code{
+    {"KVIKIO_NTHREADS", b::thread_pool_nthreads},
+    {"KVIKIO_TASK_SIZE", b::task_size},
+    {"KVIKIO_GDS_THRESHOLD", b::gds_threshold},
+    {"KVIKIO_BOUNCE_BUFFER_SIZE", b::bounce_buffer_size},
+    {"KVIKIO_NUM_BOUNCE_BUFFERS", b::num_bounce_buffers},
+    {"KVIKIO_HTTP_MAX_ATTEMPTS", b::http_max_attempts},
+    {"KVIKIO_HTTP_TIMEOUT", b::http_timeout},
+    {"KVIKIO_REMOTE_MAX_CONNECTIONS", b::remote_max_connections},
+    {"KVIKIO_REMOTE_IO_NUM_REACTORS", b::remote_io_num_reactors},
+    {"KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS", b::remote_io_max_concurrent_requests},
+    {"KVIKIO_EVENT_POOL_MAX_PER_CONTEXT", b::event_pool_max_per_context},
+    {"KVIKIO_IPC_EXPORT_CACHE_SIZE", b::ipc_export_cache_size},
+    {"KVIKIO_IPC_OPEN_CACHE_SIZE", b::ipc_open_cache_size},
+  };
+  auto const shown = [](std::uint64_t v) {
+    if (v == ~std::uint64_t{0}) { return std::string{"2^64-1"}; }
+    if (v == ~std::uint64_t{0} >> 1) { return std::string{"2^63-1"}; }
+    return std::to_string(v);
+  };
+  std::size_t checked = 0;
+  for (auto const& setting : settings_table()) {
+    for (auto const& name : setting.variables) {
+      auto const it = code.find(name);
+      if (it == code.end()) { continue; }
+      ++checked;
+      std::string expected{" "};
+      expected.append(shown(it->second.min)).append("..").append(shown(it->second.max));
+      EXPECT_EQ(setting.accepted.rfind(expected, 0), 0U)
+        << name << ": the page's accepted values do not begin with the code's bounds \""
+        << expected << "\": " << setting.line;
+    }
+  }
+  EXPECT_EQ(checked, code.size()) << "an integer setting is missing from the page";
 }
 
 // Every KVIKIO_* variable the library reads is on the page, and the page names no other.
