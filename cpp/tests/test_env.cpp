@@ -413,8 +413,8 @@ TEST(SettingsPage, IntegerBoundsAreTheCodes)
       std::string expected{" "};
       expected.append(shown(it->second.min)).append("..").append(shown(it->second.max));
       EXPECT_EQ(setting.accepted.rfind(expected, 0), 0U)
-        << name << ": the page's accepted values do not begin with the code's bounds \""
-        << expected << "\": " << setting.line;
+        << name << ": the page's accepted values do not begin with the code's bounds \"" << expected
+        << "\": " << setting.line;
     }
   }
   EXPECT_EQ(checked, code.size()) << "an integer setting is missing from the page";
