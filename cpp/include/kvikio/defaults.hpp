@@ -71,19 +71,33 @@ struct Bounds {
 /// @brief The bounds of each integer setting (docs/settings.md states them; test_env holds the
 /// page to these).
 namespace bounds {
+/// @brief No greatest value but the type's.
 inline constexpr std::uint64_t unbounded = ~std::uint64_t{0};
+/// @brief `KVIKIO_NTHREADS`, defaults::set_thread_pool_nthreads().
 inline constexpr Bounds thread_pool_nthreads{1, 4096};
+/// @brief `KVIKIO_TASK_SIZE`, defaults::set_task_size().
 inline constexpr Bounds task_size{1, unbounded};
+/// @brief `KVIKIO_GDS_THRESHOLD`, defaults::set_gds_threshold().
 inline constexpr Bounds gds_threshold{0, unbounded};
+/// @brief `KVIKIO_BOUNCE_BUFFER_SIZE`, defaults::set_bounce_buffer_size().
 inline constexpr Bounds bounce_buffer_size{1, unbounded};
+/// @brief `KVIKIO_NUM_BOUNCE_BUFFERS`, defaults::set_num_bounce_buffers().
 inline constexpr Bounds num_bounce_buffers{1, 1024};
+/// @brief `KVIKIO_HTTP_MAX_ATTEMPTS`, defaults::set_http_max_attempts().
 inline constexpr Bounds http_max_attempts{1, unbounded};
-inline constexpr Bounds http_timeout{1, ~std::uint64_t{0} >> 1};  // a long, in seconds
+/// @brief `KVIKIO_HTTP_TIMEOUT`, defaults::set_http_timeout(): seconds, a `long`.
+inline constexpr Bounds http_timeout{1, ~std::uint64_t{0} >> 1};
+/// @brief `KVIKIO_REMOTE_MAX_CONNECTIONS`, defaults::set_remote_max_connections().
 inline constexpr Bounds remote_max_connections{1, unbounded};
+/// @brief `KVIKIO_REMOTE_IO_NUM_REACTORS`, defaults::set_remote_io_num_reactors().
 inline constexpr Bounds remote_io_num_reactors{1, 1024};
+/// @brief `KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS`, its setter.
 inline constexpr Bounds remote_io_max_concurrent_requests{0, unbounded};
+/// @brief `KVIKIO_EVENT_POOL_MAX_PER_CONTEXT`, its setter.
 inline constexpr Bounds event_pool_max_per_context{0, unbounded};
+/// @brief `KVIKIO_IPC_EXPORT_CACHE_SIZE`, its setter.
 inline constexpr Bounds ipc_export_cache_size{0, unbounded};
+/// @brief `KVIKIO_IPC_OPEN_CACHE_SIZE`, its setter.
 inline constexpr Bounds ipc_open_cache_size{0, unbounded};
 }  // namespace bounds
 
