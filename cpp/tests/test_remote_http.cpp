@@ -5,6 +5,7 @@
  * destinations with poison and guards, errors.
  */
 #include <cstring>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 
 #include <kvikio/detail/url.hpp>
 #include <kvikio/remote_handle.hpp>
+#include <kvikio/threadpool_wrapper.hpp>
 
 #include "common/device.hpp"
 #include "common/nginx.hpp"
@@ -152,6 +154,28 @@ TEST_F(HttpRead, ReadsOnlyTheRangeAskedFor)
   EXPECT_EQ(handle.read(buf.data(), 1000, 0), 1000U);
   for (std::size_t i = 1000; i < buf.size(); ++i) {
     ASSERT_EQ(buf[i], poison);
+  }
+}
+
+// The lifetime rule (docs/design.md) for remote handles: a handle destroyed, or moved and then
+// destroyed, while its chunks are still queued or running waits for them, so they finish with
+// the object's bytes instead of using a freed endpoint.
+TEST_F(HttpRead, HandleDestroyedOrMovedUnderRunningReads)
+{
+  kvikio::ThreadPool pool{3};
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::uint8_t> first(content_.size(), poison), second(content_.size(), poison);
+    std::future<std::size_t> a, b;
+    {
+      auto handle = RemoteHandle::open(server_.url("object.bin"));
+      a           = handle.pread(first.data(), first.size(), 0, 64 << 10, &pool);
+      RemoteHandle moved{std::move(handle)};
+      b = moved.pread(second.data(), second.size(), 0, 64 << 10, &pool);
+    }  // both handles destroyed here, with chunks queued
+    ASSERT_EQ(a.get(), content_.size());
+    ASSERT_EQ(b.get(), content_.size());
+    ASSERT_EQ(first, content_) << "round " << round;
+    ASSERT_EQ(second, content_) << "round " << round;
   }
 }
 
