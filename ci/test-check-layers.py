@@ -60,8 +60,8 @@ class LayerCheck(unittest.TestCase):
                                  "sibling layer")
 
     def test_io_uring_backend_taking_the_posix_one(self):
-        self.include("io/io_uring/io_uring_io.cpp", "kvikio/detail/posix_io.hpp")
-        self.assert_fails_naming("cpp/src/io/io_uring/io_uring_io.cpp", "sibling layer")
+        self.include("io/io_uring/io_uring_backend.cpp", "kvikio/detail/posix_io.hpp")
+        self.assert_fails_naming("cpp/src/io/io_uring/io_uring_backend.cpp", "sibling layer")
 
     def test_a_backend_choosing_among_backends(self):
         self.include("io/cufile/cufile_io.cpp", "kvikio/detail/local_choice.hpp")
