@@ -1,0 +1,36 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include <kvikio/detail/in_flight.hpp>
+#include <kvikio/detail/local_backend.hpp>
+
+namespace kvikio::detail {
+
+// What the operations of a FileHandle share with it, at an address that moves of the handle do
+// not change: the leases on its descriptors and its size.
+struct FileState {
+  InFlight in_flight;
+  std::atomic<std::size_t> nbytes{0};  // size at open, grown by writes through the handle
+
+  void grew_to(std::size_t end) noexcept
+  {
+    std::size_t current = nbytes.load();
+    while (current < end && !nbytes.compare_exchange_weak(current, end)) {}
+  }
+};
+
+// Host memory on the calling thread, through `backend`.
+std::size_t host_transfer(HostBackend& backend,
+                          bool reading,
+                          FileState& state,
+                          LocalFile const& file,
+                          std::byte* buf,
+                          std::size_t size,
+                          std::size_t file_offset);
+
+}  // namespace kvikio::detail
