@@ -7,7 +7,10 @@
  * destination.
  */
 #include <chrono>
+#include <future>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -132,6 +135,39 @@ TEST_F(Faults, StallHitsTheTimeout)
   std::string what = error_of(h, buf_, 100, 0);
   EXPECT_NE(what.find("stall/x"), std::string::npos) << what;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));  // no hang
+}
+
+// A handle destroyed while its reads wait on a stalled server (headers, then nothing for 30 s,
+// under a 60 s HTTP timeout and 3 attempts) does not wait the stall out: the destructor waits
+// for reads only while bytes arrive, so these end with an error that says the handle was closed,
+// and the server's other objects still read whole.
+TEST_F(Faults, HandleDestroyedUnderStalledReadsEndsThem)
+{
+  kvikio::defaults::set_http_timeout(60);
+  kvikio::defaults::set_http_max_attempts(3);
+  kvikio::defaults::set_thread_pool_nthreads(2);
+  std::vector<std::uint8_t> stalled_buf(4000, poison);
+  std::future<std::size_t> stalled;
+  {
+    auto h  = handle_for(server_, "stall/d");
+    stalled = h.pread(stalled_buf.data(), stalled_buf.size(), 0, 1000);  // 4 chunks
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));         // the requests are out
+  }
+  ASSERT_EQ(stalled.wait_for(std::chrono::seconds(0)), std::future_status::ready)
+    << "the destructor returned before the reads it cut ended";
+  try {
+    (void)stalled.get();
+    FAIL() << "a read cut by the destruction of its handle succeeded";
+  } catch (std::runtime_error const& e) {
+    EXPECT_NE(std::string{e.what()}.find("closed"), std::string::npos) << e.what();
+    EXPECT_NE(std::string{e.what()}.find("stall/d"), std::string::npos) << e.what();
+  }
+  auto ok = handle_for(server_, "ok/d");
+  ASSERT_EQ(ok.read(buf_.data() + 64, obj_size, 0), obj_size);
+  for (std::size_t j = 0; j < obj_size; ++j) {
+    ASSERT_EQ(buf_[64 + j], MisbehavingServer::byte(j)) << "at " << j;
+  }
+  expect_guards(buf_, obj_size);
 }
 
 TEST_F(Faults, HttpErrorsNameStatusAndUrl)

@@ -153,6 +153,15 @@ TEST(MultiPollFaults, AStalledReactorLeavesTheNextChunksToAnother)
   auto stalled =
     RemoteHandle::open(server.url("stall/z"), RemoteEndpointType::HTTP, std::nullopt, size);
   auto ok = RemoteHandle::open(server.url("ok/z"), RemoteEndpointType::HTTP, std::nullopt, size);
+  // Declared after the handles, so destroyed before them: on a failed assertion below, the
+  // stalled read is ended at once instead of keeping the handle's destructor waiting (it waits
+  // for its reads) until the HTTP timeout.
+  struct ShutdownAtExit {
+    ShutdownAtExit()                                 = default;
+    ShutdownAtExit(ShutdownAtExit const&)            = delete;
+    ShutdownAtExit& operator=(ShutdownAtExit const&) = delete;
+    ~ShutdownAtExit() { kvikio::detail::MultiPollTransport::instance().shutdown(); }
+  } const shutdown_at_exit;
   std::vector<std::uint8_t> stalled_buf(1000, poison);
   auto held = stalled.pread(stalled_buf.data(), stalled_buf.size(), 0, 1000);
   std::vector<std::uint8_t> buf(size + 64, poison);

@@ -11,7 +11,7 @@ InFlight::Lease InFlight::enter()
 {
   {
     std::lock_guard const lock{mutex_};
-    if (closing_) { return nullptr; }
+    if (closing_.load(std::memory_order_relaxed)) { return nullptr; }
     ++leases_;
   }
   // The lease owns nothing: its deleter, run when the last copy is dropped, is the point (and
@@ -28,14 +28,8 @@ void InFlight::leave() noexcept
 void InFlight::close_and_wait() noexcept
 {
   std::unique_lock lock{mutex_};
-  closing_ = true;
+  closing_.store(true, std::memory_order_release);
   idle_.wait(lock, [this] { return leases_ == 0; });
-}
-
-bool InFlight::closing() const noexcept
-{
-  std::lock_guard const lock{mutex_};
-  return closing_;
 }
 
 std::size_t InFlight::leases() const noexcept

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <kvikio/detail/curl.hpp>
+#include <kvikio/detail/in_flight.hpp>
 #include <kvikio/detail/multi_poll.hpp>
 
 #include "range_request.hpp"
@@ -31,9 +32,11 @@ using Clock = std::chrono::steady_clock;
 class PreadCompletion {
  public:
   PreadCompletion(std::size_t chunks, std::size_t total, std::shared_ptr<void> lease)
-    : remaining_{chunks}, total_{total}, lease_{std::move(lease)}
+    : remaining_{chunks}, total_{total}, owner_{InFlight::owner_of(lease)}, lease_{std::move(lease)}
   {
   }
+  /// The handle's tracker the chunks' requests watch for closing (null: none).
+  [[nodiscard]] InFlight const* owner() const noexcept { return owner_; }
   std::future<std::size_t> future() { return promise_.get_future(); }
   void chunk_ended(std::exception_ptr error) noexcept
   {
@@ -53,6 +56,7 @@ class PreadCompletion {
   std::size_t remaining_;
   std::size_t total_;
   std::exception_ptr error_;
+  InFlight const* owner_;
   std::shared_ptr<void> lease_;  // the caller's lease on the endpoint (detail/in_flight.hpp)
   std::promise<std::size_t> promise_;
 };

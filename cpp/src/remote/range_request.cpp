@@ -16,6 +16,9 @@ namespace {
 // libcurl's receive buffer for ranged GETs (CURLOPT_BUFFERSIZE), per transfer.
 constexpr long receive_buffer_size = 1L << 20;
 
+// How long an attempt of a closing handle's read may receive nothing before it is cut.
+constexpr std::chrono::seconds stall_after_close{1};
+
 }  // namespace
 
 std::chrono::milliseconds retry_backoff(std::size_t attempt) noexcept
@@ -29,11 +32,13 @@ std::chrono::milliseconds retry_backoff(std::size_t attempt) noexcept
 RangeRequest::RangeRequest(RemoteEndpoint& endpoint,
                            RemoteSink& sink,
                            std::size_t file_offset,
-                           std::size_t size)
+                           std::size_t size,
+                           InFlight const* owner)
   : endpoint_{endpoint},
     sink_{sink},
     file_offset_{file_offset},
     size_{size},
+    owner_{owner},
     max_attempts_{defaults::http_max_attempts()},
     retry_statuses_{defaults::http_status_codes()},
     expected_range_{"bytes " + std::to_string(file_offset) + "-" +
@@ -43,8 +48,34 @@ RangeRequest::RangeRequest(RemoteEndpoint& endpoint,
 {
 }
 
+std::runtime_error RangeRequest::ended_by_close() const
+{
+  return std::runtime_error("KvikIO: " + what_ +
+                            ": the RemoteHandle was closed (destroyed) while this read was "
+                            "stalled or retrying");
+}
+
+int RangeRequest::progress(void* self, curl_off_t, curl_off_t received, curl_off_t, curl_off_t)
+{
+  auto& request  = *static_cast<RangeRequest*>(self);
+  auto const now = std::chrono::steady_clock::now();
+  if (received != request.progress_bytes_) {
+    request.progress_bytes_ = received;
+    request.progress_at_    = now;
+  }
+  return request.owner_->closing() && now - request.progress_at_ >= stall_after_close ? 1 : 0;
+}
+
 void RangeRequest::prepare(CurlHandle& curl)
 {
+  if (owner_ != nullptr) {
+    if (attempt_ > 1 && owner_->closing()) { throw ended_by_close(); }
+    progress_bytes_ = 0;
+    progress_at_    = std::chrono::steady_clock::now();
+    curl.setopt(CURLOPT_XFERINFOFUNCTION, &RangeRequest::progress);
+    curl.setopt(CURLOPT_XFERINFODATA, static_cast<void*>(this));
+    curl.setopt(CURLOPT_NOPROGRESS, 0L);
+  }
   if (attempt_ > 1) { sink_.restart(); }
   endpoint_.setopt(curl);
   endpoint_.setup_range_request(curl, file_offset_, size_);
@@ -62,6 +93,9 @@ void RangeRequest::prepare(CurlHandle& curl)
 std::optional<std::chrono::milliseconds> RangeRequest::outcome(CurlHandle const& curl,
                                                                CURLcode code)
 {
+  if (code == CURLE_ABORTED_BY_CALLBACK && owner_ != nullptr && owner_->closing()) {
+    throw ended_by_close();
+  }
   long const status = curl.status();
   if (sink_.error()) { std::rethrow_exception(sink_.error()); }
   if (sink_.wrong_range()) {
@@ -97,6 +131,7 @@ std::optional<std::chrono::milliseconds> RangeRequest::outcome(CurlHandle const&
   // Upstream's wording, so that logs and scripts that look for it keep working.
   std::string const reason =
     timeout ? "Operation timed out." : "Got HTTP code " + std::to_string(status) + ".";
+  if (owner_ != nullptr && owner_->closing()) { throw ended_by_close(); }
   if (attempt_ >= max_attempts_) {
     throw std::runtime_error("KvikIO: " + what_ +
                              ": HTTP request reached maximum number of attempts (" +

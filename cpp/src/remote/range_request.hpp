@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <kvikio/detail/curl.hpp>
+#include <kvikio/detail/in_flight.hpp>
 #include <kvikio/remote_handle.hpp>
 
 #include "sink.hpp"
@@ -30,6 +31,13 @@ namespace kvikio::detail {
  * `KVIKIO_HTTP_STATUS_CODES` and timeouts, up to `KVIKIO_HTTP_MAX_ATTEMPTS`), or the request
  * failed (outcome() throws). Both transports drive requests through this one rule: the easy
  * transport in a loop on a pool thread, the multi-poll reactor from its completions.
+ *
+ * A request made for a handle (`owner`, the handle's InFlight) keeps going while its handle is
+ * closing as long as bytes arrive (closing waits for reads), but it is not retried then, and an
+ * attempt that receives nothing for a second once the handle is closing (a stalled server) is cut
+ * (libcurl's progress callback runs at least once a second, stalled or not). So a handle
+ * destroyed under a read against a stalled server waits about a second, not the HTTP timeout
+ * times the attempts.
  */
 class RangeRequest {
  public:
@@ -37,10 +45,12 @@ class RangeRequest {
   RangeRequest(RemoteEndpoint& endpoint,
                RemoteSink& sink,
                std::size_t file_offset,
-               std::size_t size);
+               std::size_t size,
+               InFlight const* owner = nullptr);
 
   /// @brief Sets the endpoint's options, the range and the sink's callbacks on `curl` (a fresh
   /// handle for each attempt); from the second attempt on, restarts the sink first.
+  /// @throws std::runtime_error for a retry once the owner is closing (see ended_by_close()).
   void prepare(CurlHandle& curl);
 
   /**
@@ -54,14 +64,24 @@ class RangeRequest {
    */
   std::optional<std::chrono::milliseconds> outcome(CurlHandle const& curl, CURLcode code);
 
+  /// @brief The error of a request cut because its handle was closed before it finished.
+  [[nodiscard]] std::runtime_error ended_by_close() const;
+
   /// @brief "<url> (<size> bytes at offset <offset>)", for messages.
   [[nodiscard]] std::string const& what() const noexcept { return what_; }
 
  private:
+  // libcurl's progress callback (the request is its data): a non-zero return cuts the attempt.
+  static int progress(void* self, curl_off_t, curl_off_t received, curl_off_t, curl_off_t);
+
   RemoteEndpoint& endpoint_;
   RemoteSink& sink_;
   std::size_t file_offset_;
   std::size_t size_;
+  InFlight const* owner_;
+  // Body bytes of this attempt at the last progress callback, and when that count last moved.
+  curl_off_t progress_bytes_{0};
+  std::chrono::steady_clock::time_point progress_at_{};
   std::size_t attempt_{1};
   std::size_t max_attempts_;
   std::vector<int> retry_statuses_;

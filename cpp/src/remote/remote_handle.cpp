@@ -52,13 +52,15 @@ std::string upstream_type_name(RemoteEndpointType t)
 }
 
 // The easy transport: one ranged GET into `sink` on the calling thread, attempts retried as
-// RangeRequest decides (a retry rewrites only its own range).
+// RangeRequest decides (a retry rewrites only its own range). The backoff before a retry is
+// slept in slices, so that a handle being closed (`owner`) does not wait it out.
 void get_range(RemoteEndpoint& endpoint,
                detail::RemoteSink& sink,
                std::size_t file_offset,
-               std::size_t size)
+               std::size_t size,
+               detail::InFlight const* owner)
 {
-  detail::RangeRequest request{endpoint, sink, file_offset, size};
+  detail::RangeRequest request{endpoint, sink, file_offset, size, owner};
   while (true) {
     CurlHandle curl;
     request.prepare(curl);
@@ -68,28 +70,34 @@ void get_range(RemoteEndpoint& endpoint,
       sink.finish();
       return;
     }
-    std::this_thread::sleep_for(*retry_after);
+    constexpr std::chrono::milliseconds slice{100};
+    for (auto left = *retry_after; left.count() > 0 && (owner == nullptr || !owner->closing());
+         left -= slice) {
+      std::this_thread::sleep_for(std::min(left, slice));
+    }
   }
 }
 
 // One range into `buf`, host memory (`device_context` null) or device memory of that context,
 // through `backend`: on the calling thread (easy), or as one chunk on a reactor (multi-poll).
-// On the calling thread, which holds a lease on `endpoint` throughout.
+// `lease`: the handle's lease on `endpoint`, held by the caller throughout; the read ends early
+// if the handle is closed.
 std::size_t read_range(RemoteEndpoint& endpoint,
                        RemoteBackendType backend,
                        void* buf,
                        std::size_t size,
                        std::size_t file_offset,
-                       CUcontext device_context)
+                       CUcontext device_context,
+                       std::shared_ptr<void> const& lease)
 {
   KVIKIO_NVTX_FUNC_RANGE();
   if (backend == RemoteBackendType::LIBCURL_MULTI_POLL) {
     return detail::MultiPollTransport::instance()
-      .pread(endpoint, static_cast<std::byte*>(buf), size, file_offset, size, device_context)
+      .pread(endpoint, static_cast<std::byte*>(buf), size, file_offset, size, device_context, lease)
       .get();
   }
   detail::RemoteSink sink{buf, size, device_context};
-  get_range(endpoint, sink, file_offset, size);
+  get_range(endpoint, sink, file_offset, size, detail::InFlight::owner_of(lease));
   return size;
 }
 
@@ -249,7 +257,7 @@ std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_off
   if (size == 0) { return 0; }
   KVIKIO_EXPECT(buf != nullptr, "RemoteHandle::read: null buffer", std::invalid_argument);
   CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
-  return read_range(*endpoint_, backend(), buf, size, file_offset, device_context);
+  return read_range(*endpoint_, backend(), buf, size, file_offset, device_context, lease);
 }
 
 std::future<std::size_t> RemoteHandle::pread(void* buf,
@@ -278,7 +286,7 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
       void* const buf = bytes + buf_offset;
       CUcontext const device_context =
         is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
-      return read_range(*endpoint, backend, buf, n, offset, device_context);
+      return read_range(*endpoint, backend, buf, n, offset, device_context, lease);
     },
     size,
     file_offset,
@@ -315,7 +323,7 @@ StreamFuture RemoteHandle::read_async(void* devPtr,
     // driver about each piece.
     [lease, endpoint = endpoint_.get(), backend = backend()](
       void* host, std::size_t n, std::size_t offset) {
-      return read_range(*endpoint, backend, host, n, offset, nullptr);
+      return read_range(*endpoint, backend, host, n, offset, nullptr, lease);
     },
     defaults::thread_pool().get_thread_count(),
     detail::report_stream_ordered(bytes_p, future.error_, "RemoteHandle::read_async"));

@@ -3,6 +3,7 @@
  */
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <memory>
@@ -17,7 +18,8 @@ namespace kvikio::detail {
  * and drops it when its last task is done; closing the handle refuses new leases, then waits for
  * the leases out, and only then closes the resource. So a descriptor number is never closed (and
  * reused by the process for another file) under a running read or write, and a mapping or an
- * endpoint is never freed under one.
+ * endpoint is never freed under one. A remote transfer watches closing(): it is not retried
+ * once its handle is closing, and is cut if it stalls then (see RangeRequest).
  *
  * The object must stay at its address while leases are out: handles hold it by `unique_ptr`.
  */
@@ -41,8 +43,14 @@ class InFlight {
   /// @brief Refuses new leases and returns when every lease taken before has been dropped.
   void close_and_wait() noexcept;
 
-  /// @brief Whether closing has started.
-  [[nodiscard]] bool closing() const noexcept;
+  /// @brief Whether closing has started (lock-free: transfers poll it to end early).
+  [[nodiscard]] bool closing() const noexcept { return closing_.load(std::memory_order_acquire); }
+
+  /// @brief The object a non-empty lease was taken from.
+  [[nodiscard]] static InFlight const* owner_of(Lease const& lease) noexcept
+  {
+    return static_cast<InFlight const*>(lease.get());
+  }
 
   /// @brief Leases out now (for tests).
   [[nodiscard]] std::size_t leases() const noexcept;
@@ -53,7 +61,7 @@ class InFlight {
   mutable std::mutex mutex_;
   std::condition_variable idle_;
   std::size_t leases_{0};
-  bool closing_{false};
+  std::atomic<bool> closing_{false};  // set under mutex_, read without it
 };
 
 }  // namespace kvikio::detail

@@ -41,7 +41,8 @@ class MultiPollTransport {
    * (`device_context` null) or device memory of that context. The future is ready when every
    * chunk has arrived (or failed: the first error is reported, after the other chunks ended).
    * `endpoint` and `buf` must live until then; `lease` (a RemoteHandle's, detail/in_flight.hpp)
-   * is held until no chunk uses the endpoint any more, just before the future is made ready.
+   * is held until no chunk uses the endpoint any more, just before the future is made ready;
+   * once its handle is closing, chunks are not retried and a stalled one is cut (RangeRequest).
    */
   std::future<std::size_t> pread(RemoteEndpoint& endpoint,
                                  std::byte* buf,
