@@ -22,7 +22,40 @@ command=${1:-build}
 JOBS=${JOBS:-$(nproc)}
 BUILD_ROOT=${BUILD_ROOT:-$PWD/build}
 
-step() { printf '\n=== %s ===\n' "$*"; }
+# Each stage is announced by step; on exit, whatever the outcome, the wall time of each stage is
+# printed, so that every run (CI's too) shows where its minutes went.
+stage_names=()
+stage_seconds=()
+stage_started=
+step() {
+  end_stage
+  printf '\n=== %s ===\n' "$*"
+  stage_names+=("$*")
+  stage_started=$SECONDS
+}
+end_stage() {
+  if [[ -n $stage_started ]]; then
+    stage_seconds+=($((SECONDS - stage_started)))
+    stage_started=
+  fi
+}
+stage_table() {
+  local rc=$?
+  end_stage
+  ((${#stage_names[@]} > 0)) || return 0
+  printf '\n=== Wall time per stage ===\n'
+  local i
+  for i in "${!stage_names[@]}"; do
+    printf '%6s s  %s\n' "${stage_seconds[$i]}" "${stage_names[$i]}"
+  done
+  printf '%6s s  all (%s)\n' "$SECONDS" "$([[ $rc == 0 ]] && echo passed || echo "failed, exit $rc")"
+}
+trap stage_table EXIT
+
+dependencies() {
+  step "Dependencies (ci/install-deps.sh)"
+  ci/install-deps.sh
+}
 
 # configure_and_build <name> [cmake arguments...]: a build folder per configuration.
 configure_and_build() {
@@ -32,12 +65,17 @@ configure_and_build() {
   cmake --build "$BUILD_ROOT/$name" -j "$JOBS"
 }
 
-# run_suite <name> [VAR=value...]: ctest in that build folder; any failure or sanitizer report fails.
+# run_suite <name> [VAR=value...]: ctest in that build folder; any failure or sanitizer report
+# fails. The log is kept in the build folder, and the slowest tests are listed after it.
 run_suite() {
   local name=$1
   shift
+  local log="$BUILD_ROOT/$name/ctest.log" status=0
   env "$@" ctest --test-dir "$BUILD_ROOT/$name" -j "$JOBS" --output-on-failure --no-tests=error \
-    --timeout 300
+    --timeout 300 2>&1 | tee "$log" || status=$?
+  echo "--- the 10 slowest tests of this suite (seconds):"
+  sed -nE 's/^.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/p' "$log" | sort -rn | head -n 10
+  return "$status"
 }
 
 # The Release build also builds the Python extension (pybind11) for Debian's /usr/bin/python3,
@@ -129,11 +167,11 @@ docs_site() {
 
 case "$command" in
   build)
-    ci/install-deps.sh
+    dependencies
     build_release
     ;;
   test)
-    ci/install-deps.sh
+    dependencies
     format_check
     build_release
     downstream_check
@@ -144,12 +182,12 @@ case "$command" in
     fuzz_targets
     ;;
   docs)
-    ci/install-deps.sh
+    dependencies
     build_release
     docs_site
     ;;
   soak)
-    ci/install-deps.sh
+    dependencies
     build_release
     sanitizer_builds
     for build in release asan tsan; do
@@ -162,7 +200,7 @@ case "$command" in
     done
     ;;
   demo)
-    ci/install-deps.sh
+    dependencies
     build_release
     step "Demo: cpp/examples/basic_io"
     "$BUILD_ROOT/release/cpp/examples/basic_io"
