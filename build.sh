@@ -57,11 +57,20 @@ dependencies() {
   ci/install-deps.sh
 }
 
+# The compiler cache: paths below the checkout are hashed relative to it (and the working
+# directory not at all), so that clones in other folders share their objects.
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+fi
+
 # configure_and_build <name> [cmake arguments...]: a build folder per configuration.
 configure_and_build() {
   local name=$1
   shift
-  cmake -S . -B "$BUILD_ROOT/$name" -G Ninja -DKvikIO_WARNINGS_AS_ERRORS=ON "$@" >/dev/null
+  cmake -S . -B "$BUILD_ROOT/$name" -G Ninja -DKvikIO_WARNINGS_AS_ERRORS=ON "${launcher[@]}" "$@" \
+    >/dev/null
   cmake --build "$BUILD_ROOT/$name" -j "$JOBS"
 }
 
@@ -109,14 +118,19 @@ sanitizer_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:check_initialization
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/ci/tsan.supp)
 
+# Line tables only (-g1): the sanitizers' reports keep their file:line stacks, and a file
+# compiles in two thirds of the time of full debug information (test_file_handle.cpp under ASan:
+# 24.6 s against 35.8 s).
 sanitizer_builds() {
   local asan="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+  local optimized="-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
   step "AddressSanitizer + UndefinedBehaviorSanitizer build"
-  configure_and_build asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="$asan" \
-    -DCMAKE_EXE_LINKER_FLAGS="$asan" -DCMAKE_SHARED_LINKER_FLAGS="$asan"
+  configure_and_build asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "$optimized" \
+    -DCMAKE_CXX_FLAGS="$asan" -DCMAKE_EXE_LINKER_FLAGS="$asan" -DCMAKE_SHARED_LINKER_FLAGS="$asan"
   step "ThreadSanitizer build"
-  configure_and_build tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS=-fsanitize=thread \
-    -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread
+  configure_and_build tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo "$optimized" \
+    -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
+    -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread
 }
 
 sanitizer_suites() {
@@ -127,28 +141,47 @@ sanitizer_suites() {
   run_suite tsan "${sanitizer_env[@]}"
 }
 
-# Every libFuzzer target (clang, ASan+UBSan) from its seed corpus for FUZZ_SECONDS; a crash, a
+# Every libFuzzer target (clang, ASan+UBSan) from its seed corpus for FUZZ_SECONDS, JOBS targets
+# at a time (each fuzzes on one core, so each still gets its FUZZ_SECONDS of a core); a crash, a
 # sanitizer report or an unexpected exception fails, and leaves its input in build/fuzz/crashes.
 fuzz_targets() {
   local flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-  step "libFuzzer targets (clang), ${FUZZ_SECONDS:-60} s each"
+  step "libFuzzer targets (clang), ${FUZZ_SECONDS:-60} s each, $JOBS at a time"
   cmake -S . -B "$BUILD_ROOT/fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "${launcher[@]}" \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DKvikIO_BUILD_FUZZERS=ON \
     -DKvikIO_BUILD_TESTS=OFF -DKvikIO_BUILD_EXAMPLES=OFF -DKvikIO_BUILD_BENCHMARKS=OFF \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" >/dev/null
   cmake --build "$BUILD_ROOT/fuzz" -j "$JOBS"
   mkdir -p "$BUILD_ROOT/fuzz/crashes"
+  local running=() failed=0
   for seeds in cpp/fuzz/corpus/*/; do
     local target
     target=$(basename "$seeds")
     local corpus="$BUILD_ROOT/fuzz/corpus/$target"
     mkdir -p "$corpus"
-    echo "--- $target"
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
       "$BUILD_ROOT/fuzz/cpp/fuzz/$target" -max_total_time="${FUZZ_SECONDS:-60}" -timeout=10 \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$BUILD_ROOT/fuzz/crashes/$target-" \
-      "$corpus" "$seeds" 2>&1 | tail -n 12
+      "$corpus" "$seeds" >"$BUILD_ROOT/fuzz/$target.log" 2>&1 &
+    running+=("$!:$target")
+    if ((${#running[@]} == JOBS)); then
+      fuzz_report "${running[0]}" || failed=1
+      running=("${running[@]:1}")
+    fi
   done
+  local entry
+  for entry in "${running[@]}"; do fuzz_report "$entry" || failed=1; done
+  return "$failed"
+}
+
+# fuzz_report <pid>:<target>: waits for that fuzzer and prints the end of its log.
+fuzz_report() {
+  local pid=${1%%:*} target=${1#*:} status=0
+  wait "$pid" || status=$?
+  echo "--- $target$([[ $status == 0 ]] || echo " FAILED (exit $status)")"
+  tail -n 12 "$BUILD_ROOT/fuzz/$target.log"
+  return "$status"
 }
 
 # The docs site: Doxygen XML of the public headers, then Sphinx (MyST pages, Breathe for C++,

@@ -10,6 +10,7 @@ packages=(
   g++                   # C++20 compiler
   cmake                 # build system (>= 3.25)
   ninja-build           # build tool
+  ccache                # compiler cache of ./build.sh: a rebuild compiles only what changed
   git                   # kvikio.__git_commit__: the commit a build was made from
   libgtest-dev          # GoogleTest, the C++ test framework
   libcurl4-openssl-dev  # libcurl, the HTTP/S3 client of remote I/O
