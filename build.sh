@@ -83,7 +83,8 @@ run_suite() {
   env "$@" ctest --test-dir "$BUILD_ROOT/$name" -j "$JOBS" --output-on-failure --no-tests=error \
     --timeout 300 2>&1 | tee "$log" || status=$?
   echo "--- the 10 slowest tests of this suite (seconds):"
-  sed -nE 's/^.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/p' "$log" | sort -rn | head -n 10
+  # (sed -n, not head: a reader that stops early would fail the pipe under pipefail)
+  sed -nE 's/^.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/p' "$log" | sort -rn | sed -n 1,10p
   return "$status"
 }
 
