@@ -293,9 +293,9 @@ class FaultMatrixBase : public OnDevice {
     if (IsSkipped()) { return; }
     kvikio::defaults::set_compat_mode(kvikio::CompatMode::ON);
     kvikio::defaults::set_thread_pool_nthreads(2);
-    kvikio::defaults::set_task_size(64 << 10);
+    kvikio::defaults::set_task_size(16 << 10);
     kvikio::defaults::set_bounce_buffer_size(bounce_);
-    kvikio::defaults::set_num_bounce_buffers(4);  // 16 KiB slots: a read is a dozen chunks
+    kvikio::defaults::set_num_bounce_buffers(4);  // 4 KiB slots: a read is a dozen chunks
     write_file(path_, content_);
     KVIKIO_CUDA_DRIVER_TRY(api().StreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
   }
@@ -443,8 +443,10 @@ class FaultMatrixBase : public OnDevice {
       "%zu driver failures injected, %zu absorbed with the right bytes\n", cases, absorbed);
   }
 
-  std::size_t const bounce_ = 64 << 10;
-  std::size_t const size_   = (200 << 10) + 333;
+  // Sizes small enough for the sanitizer builds, which pay for every byte a case moves, and
+  // large enough for a dozen chunks and every slot of the ring.
+  std::size_t const bounce_ = 16 << 10;
+  std::size_t const size_   = (50 << 10) + 333;
   std::size_t const offset_ = 4099;
   TempDir dir_;
   std::string path_                  = dir_.file("data");
