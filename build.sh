@@ -14,12 +14,16 @@
 #   ./build.sh demo     ... and run the demo, cpp/examples/basic_io
 #   ./build.sh clean    remove the build folders
 #
-# Environment: JOBS (parallel jobs, default nproc), BUILD_ROOT (default ./build).
+# Environment: JOBS (parallel build jobs, default nproc), TEST_JOBS (tests at once, default
+# 2 x JOBS), BUILD_ROOT (default ./build).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 command=${1:-build}
 JOBS=${JOBS:-$(nproc)}
+# Tests spend a fifth to a third of their time waiting (simulated streams, servers, timeouts):
+# twice as many at once as cores keeps the cores busy (the Release suite: 218 s at 2, 174 s at 4).
+TEST_JOBS=${TEST_JOBS:-$((2 * JOBS))}
 BUILD_ROOT=${BUILD_ROOT:-$PWD/build}
 
 # Each stage is announced by step; on exit, whatever the outcome, the wall time of each stage is
@@ -80,7 +84,7 @@ run_suite() {
   local name=$1
   shift
   local log="$BUILD_ROOT/$name/ctest.log" status=0
-  env "$@" ctest --test-dir "$BUILD_ROOT/$name" -j "$JOBS" --output-on-failure --no-tests=error \
+  env "$@" ctest --test-dir "$BUILD_ROOT/$name" -j "$TEST_JOBS" --output-on-failure --no-tests=error \
     --timeout 300 2>&1 | tee "$log" || status=$?
   echo "--- the 10 slowest tests of this suite (seconds):"
   # (sed -n, not head: a reader that stops early would fail the pipe under pipefail)

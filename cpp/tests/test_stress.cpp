@@ -2,12 +2,13 @@
  * SPDX-License-Identifier: Apache-2.0
  *
  * Stress: 16 threads of random operations of random sizes for KVIKIO_STRESS_SECONDS (default
- * 20; ./build.sh soak runs longer), on each local backend (".io_uring"): parallel reads into
+ * 10; ./build.sh soak runs longer), on each local backend (".io_uring"): parallel reads into
  * host and device memory, stream-ordered reads on each thread's own stream, mmap reads, and
  * writes into each thread's own region of the file read back by the same paths. Every byte is
  * checked against a copy kept in memory; afterwards the bounce buffers are all back in their
  * pool and no descriptor of the file is left open.
- * Run under ASan+UBSan and TSan by ./build.sh test like every suite.
+ * Run under ASan+UBSan and TSan by ./build.sh test like every suite: five variants of 10 s a
+ * build.
  */
 #include <dirent.h>
 #include <unistd.h>
@@ -72,7 +73,7 @@ bool skipped(unsigned op)
 double stress_seconds()
 {
   char const* text = std::getenv("KVIKIO_STRESS_SECONDS");
-  return text != nullptr ? std::atof(text) : 20.0;
+  return text != nullptr ? std::atof(text) : 10.0;
 }
 
 class Stress : public kvikio::test::OnDevice {};
