@@ -64,7 +64,7 @@ class RemoteFaultMatrix : public kvikio::test::FaultMatrixBase {
     kvikio::defaults::set_http_max_attempts(1);  // retries: test_remote_faults
     kvikio::defaults::set_http_timeout(1);
   }
-  static constexpr std::size_t object_size = (50 << 10) + 333 + 4099 + 5000;
+  static constexpr std::size_t object_size = file_size_;
   kvikio::test::MisbehavingServer server_{object_size};
   std::unique_ptr<kvikio::RemoteHandle> remote_;
 };
