@@ -89,7 +89,35 @@ run_suite() {
   echo "--- the 10 slowest tests of this suite (seconds):"
   # (sed -n, not head: a reader that stops early would fail the pipe under pipefail)
   sed -nE 's/^.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/p' "$log" | sort -rn | sed -n 1,10p
+  if [ "$status" -ne 0 ]; then
+    # Last in the output, where a reader of only its end (CI's summary) still sees why.
+    echo "--- the end of what each failed test printed (the whole of it is in $log):"
+    failed_test_output "$log"
+  fi
   return "$status"
+}
+
+# failed_test_output <ctest log>: the last 15 lines of each failed test's output but GoogleTest's
+# progress lines (the first 3 failed tests); ctest prints a test's output after its result line.
+failed_test_output() {
+  awk '
+    /^ *Start +[0-9]+: / || /^ *[0-9]+\/[0-9]+ +Test +#[0-9]+: / {
+      if (name != "") { flush() }
+      if ($0 ~ /Test +#[0-9]+: / && $0 !~ / Passed +[0-9.]+ sec$/ && $0 !~ /Skipped|Not Run|Disabled/ &&
+          shown < 3) {
+        name = $0; sub(/^.*Test +#[0-9]+: /, "", name); sub(/ .*$/, "", name); n = 0
+      }
+      next
+    }
+    /tests passed, / { if (name != "") { flush() } exit }
+    name != "" && $0 !~ /^\[[ =A-Z-]+\]/ && $0 != "" { lines[n++] = $0 }
+    function flush(  i) {
+      print "[" name "]"
+      for (i = (n > 15 ? n - 15 : 0); i < n; ++i) { print "  " lines[i] }
+      name = ""; ++shown
+    }
+    END { if (name != "") { flush() } }
+  ' "$1"
 }
 
 # The Release build also builds the Python extension (pybind11) for Debian's /usr/bin/python3,
