@@ -6,6 +6,8 @@
  *   kvikio_bench local read|write --file F --size 8GiB --threads 1,2,4,8,16 --task-size 4MiB
  *                --mem host|device --repeat 5 [--direct] [--drop-cache] [--create] [--json
  * out.jsonl]
+ *   kvikio_bench local random --file F --size 8GiB --threads 8 --callers 4 --in-flight 8
+ *                --io-size 64KiB,1MiB,8MiB --latency-size 4KiB,64KiB --mem host|device
  */
 #include <CLI/CLI.hpp>
 
@@ -21,9 +23,13 @@ int main(int argc, char** argv)
   app.require_subcommand(1);
   kvikio::bench::LocalOptions local;
   auto* local_cmd = app.add_subcommand("local", "local files: FileHandle::pread/pwrite");
-  local_cmd->add_option("op", local.op, "read or write")
+  local_cmd
+    ->add_option("op",
+                 local.op,
+                 "read, write, or random: the reader's workload (many reads in flight at random "
+                 "unaligned offsets, then one caller's synchronous reads)")
     ->required()
-    ->check(CLI::IsMember({"read", "write"}));
+    ->check(CLI::IsMember({"read", "write", "random"}));
   local_cmd->add_option("--file", local.file, "the file (created with random bytes by --create)")
     ->required();
   local_cmd->add_option("--size", local.size_text, "bytes per run, e.g. 8GiB")->default_val("1GiB");
@@ -48,12 +54,25 @@ int main(int argc, char** argv)
   local_cmd->add_flag(
     "--create", local.create, "write the file with random bytes first if it is too small");
   local_cmd->add_option("--json", local.json, "append one JSON line per row to this file");
-  local_cmd->add_option(
-    "--random-ops",
-    local.random_ops,
-    "reads: this many reads of --io-size at random offsets, by --threads callers");
-  local_cmd->add_option("--io-size", local.io_size_text, "size of each random read, e.g. 4KiB")
-    ->default_val("4KiB");
+  local_cmd->add_option("--io-size", local.io_sizes, "random: read sizes to sweep")
+    ->delimiter(',')
+    ->default_str("64KiB,1MiB,8MiB");
+  local_cmd->add_option("--callers", local.callers, "random: caller threads")
+    ->default_val(4)
+    ->check(CLI::PositiveNumber);
+  local_cmd->add_option("--in-flight", local.in_flight, "random: reads in flight per caller")
+    ->default_val(8)
+    ->check(CLI::PositiveNumber);
+  local_cmd->add_option("--seconds", local.seconds, "random: seconds per run")
+    ->default_val(2.0)
+    ->check(CLI::PositiveNumber);
+  local_cmd
+    ->add_option("--latency-size", local.latency_sizes, "random: synchronous read sizes to time")
+    ->delimiter(',')
+    ->default_str("4KiB,64KiB");
+  local_cmd->add_option("--latency-reads", local.latency_reads, "random: timed reads per size")
+    ->default_val(2000)
+    ->check(CLI::PositiveNumber);
   local_cmd
     ->add_option("--api",
                  local.api,
@@ -149,7 +168,10 @@ int main(int argc, char** argv)
       return kvikio::bench::run_remote(remote);
     }
 #endif
-    if (local.threads.empty()) { local.threads = {1, 2, 4, 8, 16}; }
+    if (local.threads.empty()) {
+      local.threads =
+        local.op == "random" ? std::vector<unsigned>{8} : std::vector<unsigned>{1, 2, 4, 8, 16};
+    }
     return kvikio::bench::run_local(local);
   } catch (std::exception const& e) {
     std::fprintf(stderr, "kvikio_bench: %s\n", e.what());

@@ -19,7 +19,6 @@
 #include <memory>
 #include <algorithm>
 #include <chrono>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -115,21 +114,10 @@ struct Staging {
   CUstream stream{nullptr};
 };
 
-// The file of `size` bytes at `path` exists (written with random bytes if it is shorter).
-void ensure_file(std::string const& path, std::size_t size)
-{
-  std::size_t current = 0;
-  try {
-    current = get_file_size(path);
-  } catch (std::exception const&) {  // missing: created below
-  }
-  if (current < size) { create_file(path, size); }
-}
-
 // `kvikio_bench local read --mem device --devices 0,1,...` (devices_bench.hpp).
 int run_local_devices(LocalOptions const& o)
 {
-  KVIKIO_EXPECT(o.op == "read" && o.mem == "device" && o.api == "pread" && o.random_ops == 0,
+  KVIKIO_EXPECT(o.op == "read" && o.mem == "device" && o.api == "pread",
                 "--devices needs read, --mem device and --api pread",
                 std::invalid_argument);
   DevicesRun const run{
@@ -156,22 +144,27 @@ int run_local_devices(LocalOptions const& o)
 
 }  // namespace
 
+void ensure_file(std::string const& path, std::size_t size)
+{
+  std::size_t current = 0;
+  try {
+    current = get_file_size(path);
+  } catch (std::exception const&) {  // missing: created below
+  }
+  if (current < size) { create_file(path, size); }
+}
+
 int run_local(LocalOptions const& o)
 {
+  if (o.op == "random") { return run_local_random(o); }
   if (!o.devices.empty()) { return run_local_devices(o); }
-  std::size_t const size    = parse_size(o.size_text);
-  std::size_t const task    = parse_size(o.task_size_text);
-  bool const read           = o.op == "read";
-  bool const device         = o.mem == "device";
-  bool const random         = o.random_ops > 0;
-  std::size_t const io_size = parse_size(o.io_size_text);
-  KVIKIO_EXPECT(!random || (read && io_size > 0 && io_size <= size),
-                "--random-ops needs read and 0 < --io-size <= --size",
-                std::invalid_argument);
-  bool const async = o.api == "async";
-  KVIKIO_EXPECT(!async || (read && device && !random),
-                "--api async needs read, --mem device and no --random-ops",
-                std::invalid_argument);
+  std::size_t const size = parse_size(o.size_text);
+  std::size_t const task = parse_size(o.task_size_text);
+  bool const read        = o.op == "read";
+  bool const device      = o.mem == "device";
+  bool const async       = o.api == "async";
+  KVIKIO_EXPECT(
+    !async || (read && device), "--api async needs read and --mem device", std::invalid_argument);
   if (read && o.create) { ensure_file(o.file, size); }
   defaults::set_auto_direct_io_read(o.direct);
   defaults::set_auto_direct_io_write(o.direct);
@@ -240,54 +233,7 @@ int run_local(LocalOptions const& o)
     std::vector<Variant> variants;
     std::vector<std::size_t> depths = o.ring_depths;
     if (depths.empty()) { depths.push_back(defaults::num_bounce_buffers()); }
-    if (random) {
-      // nthreads callers, each reading io-size pieces at random offsets into its own region.
-      auto random_reads =
-        [&, nthreads](std::function<void(unsigned, std::size_t, std::size_t)> const& op) {
-          std::vector<std::thread> callers;
-          for (unsigned t = 0; t < nthreads; ++t) {
-            callers.emplace_back([&, t] {
-              std::mt19937_64 rng{t + 1};
-              std::size_t const slots = (size - io_size) / io_size + 1;
-              for (std::size_t i = t; i < o.random_ops; i += nthreads) {
-                op(t, rng() % slots * io_size, io_size);
-              }
-            });
-          }
-          for (auto& c : callers) {
-            c.join();
-          }
-        };
-      for (std::size_t k : depths) {
-        variants.push_back({"kvikio k=" + std::to_string(k), k, [&, k, random_reads] {
-                              defaults::set_num_bounce_buffers(k);
-                              random_reads([&](unsigned t, std::size_t off, std::size_t n) {
-                                auto* dst = static_cast<char*>(kvikio_buf) + t * io_size;
-                                KVIKIO_EXPECT(file.pread(dst, n, off, task).get() == n,
-                                              "short read");
-                              });
-                            }});
-      }
-      if (device) {
-        auto& api = *driver;
-        variants.push_back({"baseline pread+H2D+sync", 0, [&, random_reads] {
-                              random_reads([&](unsigned t, std::size_t off, std::size_t n) {
-                                PushAndPopContext const guard{ctx};
-                                auto& s = staging[t];
-                                exact(true, fd, static_cast<char*>(s.pinned), n, off);
-                                KVIKIO_CUDA_DRIVER_TRY(
-                                  api.MemcpyHtoDAsync(dptr + t * io_size, s.pinned, n, s.stream));
-                                KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(s.stream));
-                              });
-                            }});
-      } else {
-        variants.push_back({"baseline posix pread", 0, [&, random_reads] {
-                              random_reads([&](unsigned t, std::size_t off, std::size_t n) {
-                                exact(true, fd, host.get() + t * io_size, n, off);
-                              });
-                            }});
-      }
-    } else if (async) {
+    if (async) {
       // N reads of size / N, enqueued back to back on one stream and synchronised once, against
       // the same reads as pread().get() one after the other.
       std::size_t const piece = size / o.async_reads;
@@ -409,8 +355,7 @@ int run_local(LocalOptions const& o)
     }
     std::vector<Row> point;
     for (auto const& v : variants) {
-      point.push_back(
-        Row{o.op, o.mem, v.name, nthreads, task, random ? o.random_ops * io_size : size, {}});
+      point.push_back(Row{o.op, o.mem, v.name, nthreads, task, size, {}});
     }
     if (async) {
       // Untimed first: a stream's staging ring is pinned at its first call (about 1.7 GB/s).
@@ -467,16 +412,6 @@ int run_local(LocalOptions const& o)
     defaults::num_bounce_buffers(),
     date.c_str());
   print_table(rows);
-  if (random) {
-    std::printf("\nrandom reads of %zu bytes: operations per second (median)\n", io_size);
-    for (auto const& r : rows) {
-      auto const g = r.gbps();
-      std::printf("%-26s %7u threads %12.0f ops/s\n",
-                  r.variant.c_str(),
-                  r.threads,
-                  g[g.size() / 2] * 1e9 / io_size);
-    }
-  }
   for (auto& [key, us] : call_us) {
     std::sort(us.begin(), us.end());
     std::printf(

@@ -22,8 +22,15 @@ struct LocalOptions {
   bool drop_cache{false};
   bool create{false};
   std::string json;
-  std::size_t random_ops{0};  // > 0: that many reads of io_size at random offsets per point
-  std::string io_size_text{"4KiB"};
+  // `random` (random_bench.cpp): callers x in_flight reads of each of io_sizes for `seconds`,
+  // `threads` as pool sizes (0: no setting); then latency_reads synchronous reads of each of
+  // latency_sizes.
+  std::vector<std::string> io_sizes{"64KiB", "1MiB", "8MiB"};
+  unsigned callers{4};
+  unsigned in_flight{8};
+  double seconds{2.0};
+  std::vector<std::string> latency_sizes{"4KiB", "64KiB"};
+  std::size_t latency_reads{2000};
   std::string api{"pread"};  // async: device reads as N read_async back to back on one stream
   unsigned async_reads{8};   // N
   // Local backends to compare (KVIKIO_LOCAL_IO_BACKEND), and io_uring request shapes to sweep
@@ -37,5 +44,11 @@ struct LocalOptions {
 
 /// Runs `kvikio_bench local ...`; returns the process exit code.
 int run_local(LocalOptions const& options);
+
+/// Runs `kvikio_bench local random ...` (the reader's workload); returns the exit code.
+int run_local_random(LocalOptions const& options);
+
+/// The file of `size` bytes at `path` exists (written with random bytes if it is shorter).
+void ensure_file(std::string const& path, std::size_t size);
 
 }  // namespace kvikio::bench
