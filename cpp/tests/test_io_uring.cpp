@@ -10,6 +10,7 @@
  * clear error. The whole FileHandle and stream-ordered suites run on this backend too
  * (".io_uring" in ctest).
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -249,25 +250,30 @@ TEST_F(IoUring, RefusedSetupFallsBackToPosix)
 }
 
 // `auto` reads through io_uring while the pool has at most half as many threads as there are
-// cores; writes never.
-TEST_F(IoUring, AutoChoosesIoUringForReadsOfSmallPools)
+// cores, and the read is more than one io_uring request; writes never.
+TEST_F(IoUring, AutoChoosesIoUringForLargeReadsOfSmallPools)
 {
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::AUTO);
-  unsigned const cores = std::max(1U, std::thread::hardware_concurrency());
+  unsigned const cores    = std::max(1U, std::thread::hardware_concurrency());
+  std::size_t const piece = kvikio::detail::io_uring_piece_size();
+  std::size_t const large = piece + 1;
   kvikio::defaults::set_thread_pool_nthreads(cores);
-  EXPECT_FALSE(kvikio::detail::io_uring_selected(true)) << "as many threads as cores";
-  EXPECT_FALSE(kvikio::detail::io_uring_selected(false));
+  EXPECT_FALSE(kvikio::detail::io_uring_selected(true, large)) << "as many threads as cores";
+  EXPECT_FALSE(kvikio::detail::io_uring_selected(false, large));
   if (cores >= 2) {
     kvikio::defaults::set_thread_pool_nthreads(cores / 2);
-    EXPECT_TRUE(kvikio::detail::io_uring_selected(true)) << cores / 2 << " of " << cores;
-    EXPECT_FALSE(kvikio::detail::io_uring_selected(false));
+    EXPECT_TRUE(kvikio::detail::io_uring_selected(true, large)) << cores / 2 << " of " << cores;
+    EXPECT_FALSE(kvikio::detail::io_uring_selected(false, large));
+    EXPECT_FALSE(kvikio::detail::io_uring_selected(true, piece)) << "one request";
+    EXPECT_FALSE(kvikio::detail::io_uring_selected(true, 4096)) << "one small request";
   }
-  kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::IO_URING);
+  kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::IO_URING);  // asked: any size
   kvikio::defaults::set_thread_pool_nthreads(cores);
-  EXPECT_TRUE(kvikio::detail::io_uring_selected(true));
-  EXPECT_TRUE(kvikio::detail::io_uring_selected(false));
+  EXPECT_TRUE(kvikio::detail::io_uring_selected(true, large));
+  EXPECT_TRUE(kvikio::detail::io_uring_selected(false, large));
+  EXPECT_TRUE(kvikio::detail::io_uring_selected(true, 4096));
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
-  EXPECT_FALSE(kvikio::detail::io_uring_selected(true));
+  EXPECT_FALSE(kvikio::detail::io_uring_selected(true, large));
 }
 
 // The choice follows the pool that runs the call, not the setting: a pool passed to pread (or
@@ -278,24 +284,27 @@ TEST_F(IoUring, AutoChoosesByThePoolOfTheCall)
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::AUTO);
   unsigned const cores      = std::max(1U, std::thread::hardware_concurrency());
   std::size_t const threads = kvikio::defaults::thread_pool_nthreads();
+  std::size_t const large   = kvikio::detail::io_uring_piece_size() * 3;
   kvikio::defaults::set_thread_pool_nthreads(1);
-  EXPECT_EQ(kvikio::detail::host_backend(true, cores).name(), "posix") << cores << " threads";
+  EXPECT_EQ(kvikio::detail::host_backend(true, large, cores).name(), "posix")
+    << cores << " threads";
   kvikio::detail::LocalFile staged;  // no cuFile handle
   staged.pool_threads = cores;
-  EXPECT_EQ(kvikio::detail::device_backend(true, staged).name(), "posix");
+  EXPECT_EQ(kvikio::detail::device_backend(true, large, staged).name(), "posix");
   kvikio::defaults::set_thread_pool_nthreads(cores);
   if (cores >= 2) {  // a pool of one is half of two cores
-    EXPECT_EQ(kvikio::detail::host_backend(true, 1).name(), "io_uring") << "a pool of one";
+    EXPECT_EQ(kvikio::detail::host_backend(true, large, 1).name(), "io_uring") << "a pool of one";
     staged.pool_threads = 1;
-    EXPECT_EQ(kvikio::detail::device_backend(true, staged).name(), "io_uring");
+    EXPECT_EQ(kvikio::detail::device_backend(true, large, staged).name(), "io_uring");
+    EXPECT_EQ(kvikio::detail::device_backend(true, 4096, staged).name(), "posix") << "4 KiB";
   }
-  EXPECT_EQ(kvikio::detail::host_backend(false, 1).name(), "posix") << "writes";
+  EXPECT_EQ(kvikio::detail::host_backend(false, large, 1).name(), "posix") << "writes";
   kvikio::detail::LocalFile served;  // a file cuFile serves: any non-null handle says so
   int handle    = 0;
   served.cufile = &handle;
-  EXPECT_EQ(kvikio::detail::device_backend(true, served).name(), "cufile");
+  EXPECT_EQ(kvikio::detail::device_backend(true, 4096, served).name(), "cufile");
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
-  EXPECT_EQ(kvikio::detail::host_backend(true, 1).name(), "posix");
+  EXPECT_EQ(kvikio::detail::host_backend(true, large, 1).name(), "posix");
   kvikio::defaults::set_thread_pool_nthreads(threads);
 }
 
@@ -316,6 +325,56 @@ TEST_F(IoUring, ThreadWithoutARingUsesPosix)
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
   EXPECT_FALSE(usable);
   EXPECT_EQ(back, content_);
+}
+
+// io_uring rings open in this process (one per thread that used one, kept while it lives).
+std::size_t rings_open()
+{
+  std::size_t n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (dirent const* e = ::readdir(d)) {
+      std::string const link = std::string{"/proc/self/fd/"} + e->d_name;
+      char target[256]       = {};
+      if (::readlink(link.c_str(), target, sizeof(target) - 1) > 0 &&
+          std::string{target} == "anon_inode:[io_uring]") {
+        ++n;
+      }
+    }
+    ::closedir(d);
+  }
+  return n;
+}
+
+// With `auto`, a read of one request goes by pread(2) on the thread that does it (a ring would
+// add a kernel worker's round trip); a read of several requests makes that thread's ring. The
+// bytes are right either way.
+TEST_F(IoUring, AutoReadsOfOneRequestMakeNoRing)
+{
+  unsigned const cores = std::max(1U, std::thread::hardware_concurrency());
+  if (cores < 2) { GTEST_SKIP() << "auto never chooses io_uring with one core"; }
+  write_content();
+  kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::AUTO);
+  kvikio::defaults::set_thread_pool_nthreads(1);
+  std::size_t rings_before = 0, rings_after_small = 0, rings_after_large = 0;
+  std::vector<std::uint8_t> small(piece + 2 * guard, poison), large(3 * piece, poison);
+  std::thread{[&] {  // reads on this thread (below the threshold), which has no ring yet
+    kvikio::FileHandle f{path_, "r"};
+    rings_before = rings_open();
+    (void)f.pread(small.data() + guard, piece, 4099, piece, 1 << 30).get();
+    rings_after_small = rings_open();
+    (void)f.pread(large.data(), large.size(), 77, piece, 1 << 30).get();
+    rings_after_large = rings_open();
+  }}
+    .join();
+  kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
+  EXPECT_EQ(rings_after_small, rings_before) << "a read of one request made a ring";
+  EXPECT_EQ(rings_after_large, rings_before + 1) << "a read of three requests made no ring";
+  EXPECT_EQ(0, std::memcmp(small.data() + guard, content_.data() + 4099, piece));
+  for (std::size_t i = 0; i < guard; ++i) {
+    ASSERT_EQ(small[i], poison) << "written before the buffer";
+    ASSERT_EQ(small[guard + piece + i], poison) << "written after the buffer";
+  }
+  EXPECT_EQ(0, std::memcmp(large.data(), content_.data() + 77, large.size()));
 }
 
 // Kernel workers of the rings of thread `tid` ("iou-wrk-<tid>" among this process's threads).

@@ -84,7 +84,7 @@ void FileHandle::async_transfer(Direction dir,
   PushAndPopContext const context{get_context_from_pointer(devPtr_base)};
   ThreadPool* const pool = pool_for(&defaults::thread_pool());
   auto const file        = local_file(dir, pool->get_thread_count());
-  auto* const backend    = &detail::host_backend(reading, file.pool_threads);
+  auto* const backend    = &detail::host_backend(reading, size, file.pool_threads);
   auto* const state      = state_.get();
   detail::run_stream_ordered(
     stream,

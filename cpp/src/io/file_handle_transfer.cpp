@@ -109,7 +109,7 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
   std::size_t const alignment = file.fd_direct >= 0 ? get_page_size() : 0;
   if (is_host_memory(buf)) {
     auto* const bytes   = static_cast<std::byte*>(buf);
-    auto* const backend = &detail::host_backend(reading, threads);
+    auto* const backend = &detail::host_backend(reading, size, threads);
     if (size < gds_threshold) {  // small: a task hand-off would cost more than the transfer
       return make_ready_future(
         detail::host_transfer(*backend, reading, *state, file, bytes, size, file_offset));
@@ -129,7 +129,7 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
       alignment);
   }
   bool const cufile   = file.cufile != nullptr;
-  auto* const backend = &detail::device_backend(reading, file);
+  auto* const backend = &detail::device_backend(reading, size, file);
   CUcontext ctx       = get_context_from_pointer(buf);
   if (size < gds_threshold) {
     return make_ready_future(device_transfer(
@@ -182,7 +182,7 @@ std::size_t FileHandle::sync_transfer(Direction dir,
   check_allowed(dir);
   if (size == 0) { return 0; }
   auto const file = local_file(dir, defaults::thread_pool_nthreads());
-  return device_transfer(detail::device_backend(reading, file),
+  return device_transfer(detail::device_backend(reading, size, file),
                          reading,
                          *state_,
                          file,
