@@ -3,11 +3,13 @@
  */
 #include <kvikio/defaults.hpp>
 
+#include <atomic>
 #include <deque>
 #include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/shim/cufile.hpp>
@@ -154,20 +156,46 @@ State& state()
   return instance;
 }
 
+// Every read asks for several settings, from many threads at once: a setting that fits an
+// atomic is read without the mutex (a shared mutex taken a few times per read is contended by
+// every caller and pool thread). Strings and lists are copied under it.
+template <typename T>
+constexpr bool is_lock_free_setting()
+{
+  if constexpr (std::is_trivially_copyable_v<T>) {
+    return std::atomic_ref<T>::is_always_lock_free &&
+           alignof(T) >= std::atomic_ref<T>::required_alignment;
+  } else {
+    return false;
+  }
+}
+template <typename T>
+inline constexpr bool lock_free_setting = is_lock_free_setting<T>();
+
 template <auto Member>
 auto get()
 {
   auto& s = state();
-  std::lock_guard const lock{s.mutex};
-  return s.settings.*Member;
+  using T = std::remove_cvref_t<decltype(s.settings.*Member)>;
+  if constexpr (lock_free_setting<T>) {
+    return std::atomic_ref<T>{s.settings.*Member}.load(std::memory_order_relaxed);
+  } else {
+    std::lock_guard const lock{s.mutex};
+    return s.settings.*Member;
+  }
 }
 
 template <auto Member, typename V>
 void set(V value)
 {
   auto& s = state();
+  using T = std::remove_cvref_t<decltype(s.settings.*Member)>;
   std::lock_guard const lock{s.mutex};
-  s.settings.*Member = std::move(value);
+  if constexpr (lock_free_setting<T>) {
+    std::atomic_ref<T>{s.settings.*Member}.store(static_cast<T>(value), std::memory_order_relaxed);
+  } else {
+    s.settings.*Member = std::move(value);
+  }
 }
 
 // Setters accept what the variables accept: detail::bounds, checked before anything changes.
