@@ -9,7 +9,13 @@
 #           tasks, threads THREADS (1,2,4,8,16), medians of 5, KVIKIO_COMPAT_MODE=ON;
 #   remote  RemoteHandle::pread of a 2 GiB object from loopback nginx (8 workers, sendfile),
 #           both transports (KVIKIO_REMOTE_IO_BACKEND), medians of 3;
-#   defaults  the same file read with no KVIKIO_* setting at all (each library's defaults).
+#   defaults  the same file read with no KVIKIO_* setting at all (each library's defaults);
+#   reader  the reader's workload (cpp/benchmarks/reader_workload.hpp) on the same file: 4
+#           callers x 8 reads in flight of 64 KiB, 1 MiB and 8 MiB at random unaligned offsets,
+#           pool of 8, KVIKIO_COMPAT_MODE=ON, and 1 caller x 8 with no setting at all, into device
+#           and pinned host memory (READER_SECONDS per point, 2); synchronous 4 KiB and 64 KiB
+#           reads (p50/p99); peak RSS. Its table: ci/reader-table.py.
+# LOCAL=0, REMOTE=0, DEFAULTS=0, READER=0 leave a part out.
 # OURS_VARIANTS="name:VAR=value,VAR=value name2:..." adds ours with those settings to the local
 # rows (e.g. "posix:KVIKIO_LOCAL_IO_BACKEND=posix"), OURS_REMOTE_VARIANTS likewise to the remote
 # rows.
@@ -107,10 +113,26 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
   for lib in upstream ours; do
     [[ ${DEFAULTS:-1} == 1 ]] && run "$lib" "$(bin_of $lib)/defaults_read" "$lib" "$file" 3
   done
+  for lib in upstream ours; do
+    [[ ${READER:-1} == 1 ]] || break
+    for mem in device host; do
+      KVIKIO_COMPAT_MODE=ON run "$lib" "$(bin_of $lib)/reader_workload" "$lib" "$file" "$mem" 4 8 8 \
+        "${READER_SECONDS:-2}" 65536,1048576,8388608 4096,65536 2000
+      run "$lib" "$(bin_of $lib)/reader_workload" "$lib" "$file" "$mem" 1 8 0 \
+        "${READER_SECONDS:-2}" 65536,1048576,8388608
+    done
+  done
 done
 kill "$nginx_pid" 2>/dev/null
 wait 2>/dev/null
 rm -rf "$work"
-python3 "$root/ci/upstream-table.py" "$log" "$OUT/gpu.txt" "$OUT/compare.svg" >"$OUT/compare.md" || status=1
-cat "$OUT/compare.md"
+if [[ ${LOCAL:-1} == 1 || ${REMOTE:-1} == 1 || ${DEFAULTS:-1} == 1 ]]; then
+  python3 "$root/ci/upstream-table.py" "$log" "$OUT/gpu.txt" "$OUT/compare.svg" >"$OUT/compare.md" ||
+    status=1
+  cat "$OUT/compare.md"
+fi
+if [[ ${READER:-1} == 1 ]]; then
+  python3 "$root/ci/reader-table.py" "$log" >"$OUT/reader.md" || status=1
+  cat "$OUT/reader.md"
+fi
 exit $status

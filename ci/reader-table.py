@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The reader's workload rows of an upstream-compare.sh log as Markdown tables: per point the
+median over the rounds of each library, and ours / upstream (throughput: higher is better;
+latency and memory: lower is better).
+
+Usage: reader-table.py compare.log
+"""
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+RANDOM = re.compile(r"^(\S+) random (\S+) (\d+) c(\d+)x(\d+) pool(\d+): (\d+) reads/s ([\d.]+) GB/s")
+LATENCY = re.compile(r"^(\S+) latency (\S+) (\d+): p50 ([\d.]+) us p99 ([\d.]+) us")
+RSS = re.compile(r"^(\S+) peak-rss (\S+) pool(\d+): (\d+) MiB")
+
+
+def size_text(n):
+    n = int(n)
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+
+def main():
+    rates, gbps, p50, p99, rss = (defaultdict(list) for _ in range(5))
+    with open(sys.argv[1]) as log:
+        for line in log:
+            if m := RANDOM.match(line):
+                lib, mem, size, c, q, pool, r, g = m.groups()
+                key = (mem, int(size), f"{c} x {q}", "pool 8, compat ON" if pool != "0" else "no settings")
+                rates[(lib, key)].append(float(r))
+                gbps[(lib, key)].append(float(g))
+            elif m := LATENCY.match(line):
+                lib, mem, size, a, b = m.groups()
+                p50[(lib, (mem, int(size)))].append(float(a))
+                p99[(lib, (mem, int(size)))].append(float(b))
+            elif m := RSS.match(line):
+                lib, mem, pool, mib = m.groups()
+                rss[(lib, (mem, "no settings" if pool == "0" else "pool 8"))].append(float(mib))
+    med = statistics.median
+    print("| memory | size | callers x in flight | settings | upstream reads/s | ours reads/s | ours GB/s | ours / upstream |")
+    print("|---|---|---|---|---|---|---|---|")
+    for key in sorted({k for (_, k) in rates}, key=lambda k: (k[3], k[0], k[1])):
+        up, ours = rates.get(("upstream", key)), rates.get(("ours", key))
+        if not up or not ours:
+            continue
+        print(f"| {key[0]} | {size_text(key[1])} | {key[2]} | {key[3]} | {med(up):.0f} | {med(ours):.0f} | "
+              f"{med(gbps[('ours', key)]):.2f} | **{med(ours) / med(up):.2f}** |")
+    print()
+    print("| synchronous read | upstream p50 (us) | ours p50 (us) | ours / upstream | upstream p99 | ours p99 |")
+    print("|---|---|---|---|---|---|")
+    for key in sorted({k for (_, k) in p50}):
+        up, ours = p50.get(("upstream", key)), p50.get(("ours", key))
+        if not up or not ours:
+            continue
+        where = "host memory by pread(2)" if key[0] == "bare-pread" else key[0] + " memory"
+        print(f"| {size_text(key[1])} into {where} | {med(up):.1f} | {med(ours):.1f} | **{med(ours) / med(up):.2f}** | "
+              f"{med(p99[('upstream', key)]):.1f} | {med(p99[('ours', key)]):.1f} |")
+    print()
+    print("| peak RSS of the program | upstream (MiB) | ours (MiB) |")
+    print("|---|---|---|")
+    for key in sorted({k for (_, k) in rss}):
+        up, ours = rss.get(("upstream", key)), rss.get(("ours", key))
+        if up and ours:
+            print(f"| {key[0]}, {key[1]} | {med(up):.0f} | {med(ours):.0f} |")
+
+
+if __name__ == "__main__":
+    main()
