@@ -9,10 +9,9 @@ InFlight::~InFlight() noexcept { close_and_wait(); }
 
 InFlight::Lease InFlight::enter()
 {
-  {
-    std::lock_guard const lock{mutex_};
-    if (closing_.load(std::memory_order_relaxed)) { return nullptr; }
-    ++leases_;
+  if ((count_.fetch_add(1, std::memory_order_acq_rel) & closing_bit) != 0) {
+    leave();  // closing: this lease is not given
+    return nullptr;
   }
   // The lease owns nothing: its deleter, run when the last copy is dropped, is the point (and
   // runs at once, undoing the count, if the lease cannot be allocated).
@@ -21,21 +20,22 @@ InFlight::Lease InFlight::enter()
 
 void InFlight::leave() noexcept
 {
-  std::lock_guard const lock{mutex_};
-  if (--leases_ == 0) { idle_.notify_all(); }
+  // The last lease out of a closing handle wakes close_and_wait().
+  if (count_.fetch_sub(1, std::memory_order_acq_rel) == (closing_bit | 1)) { count_.notify_all(); }
 }
 
 void InFlight::close_and_wait() noexcept
 {
-  std::unique_lock lock{mutex_};
-  closing_.store(true, std::memory_order_release);
-  idle_.wait(lock, [this] { return leases_ == 0; });
+  auto seen = count_.fetch_or(closing_bit, std::memory_order_acq_rel) | closing_bit;
+  while (seen != closing_bit) {
+    count_.wait(seen, std::memory_order_acquire);
+    seen = count_.load(std::memory_order_acquire);
+  }
 }
 
 std::size_t InFlight::leases() const noexcept
 {
-  std::lock_guard const lock{mutex_};
-  return leases_;
+  return static_cast<std::size_t>(count_.load(std::memory_order_acquire) & ~closing_bit);
 }
 
 }  // namespace kvikio::detail

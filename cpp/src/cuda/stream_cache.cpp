@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
@@ -28,9 +29,8 @@ StreamCache& cache()
   return *instance;
 }
 
-}  // namespace
-
-CUstream stream_for_this_thread(CUcontext ctx)
+// The stream of this thread and `ctx` in the shared map, made at the first call.
+CUstream shared_stream_for_this_thread(CUcontext ctx)
 {
   auto& c        = cache();
   auto const key = std::make_pair(std::this_thread::get_id(), ctx);
@@ -45,6 +45,21 @@ CUstream stream_for_this_thread(CUcontext ctx)
   }
   std::lock_guard const lock{c.mutex};
   c.streams.emplace(key, stream);  // only this thread inserts this key
+  return stream;
+}
+
+}  // namespace
+
+CUstream stream_for_this_thread(CUcontext ctx)
+{
+  // This thread's own copy of its entries: every device read asks, from every pool thread at
+  // once, and the shared map's mutex would be taken by all of them.
+  thread_local std::vector<std::pair<CUcontext, CUstream>> mine;
+  for (auto const& [c, s] : mine) {
+    if (c == ctx) { return s; }
+  }
+  CUstream const stream = shared_stream_for_this_thread(ctx);
+  mine.emplace_back(ctx, stream);
   return stream;
 }
 

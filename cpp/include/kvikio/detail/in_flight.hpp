@@ -4,10 +4,9 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
-#include <mutex>
 
 namespace kvikio::detail {
 
@@ -43,8 +42,11 @@ class InFlight {
   /// @brief Refuses new leases and returns when every lease taken before has been dropped.
   void close_and_wait() noexcept;
 
-  /// @brief Whether closing has started (lock-free: transfers poll it to end early).
-  [[nodiscard]] bool closing() const noexcept { return closing_.load(std::memory_order_acquire); }
+  /// @brief Whether closing has started (transfers poll it to end early).
+  [[nodiscard]] bool closing() const noexcept
+  {
+    return (count_.load(std::memory_order_acquire) & closing_bit) != 0;
+  }
 
   /// @brief The object a non-empty lease was taken from.
   [[nodiscard]] static InFlight const* owner_of(Lease const& lease) noexcept
@@ -58,10 +60,11 @@ class InFlight {
  private:
   void leave() noexcept;
 
-  mutable std::mutex mutex_;
-  std::condition_variable idle_;
-  std::size_t leases_{0};
-  std::atomic<bool> closing_{false};  // set under mutex_, read without it
+  // The leases out, and closing_bit once closing has started: one atomic, no lock, because every
+  // read of every caller and pool thread takes and drops a lease (a mutex here was contended by
+  // all of them at once).
+  static constexpr std::uint64_t closing_bit = std::uint64_t{1} << 63;
+  std::atomic<std::uint64_t> count_{0};
 };
 
 }  // namespace kvikio::detail
