@@ -148,11 +148,13 @@ void ThreadPool::worker_loop()
   while (true) {
     job_available_.wait(lock, [this] { return !jobs_.empty() || (stopping_ && running_ == 0); });
     if (jobs_.empty()) { break; }  // stopping, and nothing left that could submit more
-    auto job = std::move(jobs_.front());
-    jobs_.pop_front();
-    ++running_;
-    lock.unlock();
-    job();  // a packaged_task: exceptions go to its future
+    {
+      auto job = std::move(jobs_.front());
+      jobs_.pop_front();
+      ++running_;
+      lock.unlock();
+      job();  // a packaged_task: exceptions go to its future
+    }  // the job and what it holds (an operation's state, its lease) freed outside the lock
     lock.lock();
     --running_;
     if (jobs_.empty() && running_ == 0) {

@@ -67,6 +67,12 @@ std::future<std::size_t> parallel_io(ChunkOperation op,
     first = std::min(size, task_size - file_offset % alignment);
   }
   std::size_t const tasks = 1 + (size - first + task_size - 1) / task_size;
+  if (tasks == 1) {  // the task's own future: nothing to gather
+    return pool->submit_task([op = std::move(op), size, file_offset] {
+      KVIKIO_NVTX_SCOPED_RANGE("task");
+      return op(0, size, file_offset);
+    });
+  }
 
   auto gather       = std::make_shared<Gather<ChunkOperation>>();
   gather->op        = std::move(op);
