@@ -94,6 +94,22 @@ TEST_F(FaultMatrix, DriverFailureAtEachStep)
   every_driver_failure(local_entry_points());
 }
 
+// A read of one chunk in all (3000 bytes: less than one 4 KiB slot of the ring) takes its own
+// path, one bounce buffer, one copy and one wait on the stream: every driver call of it failed in
+// turn too (writes of that size as well).
+class FaultMatrixOneChunk : public FaultMatrix {
+ protected:
+  FaultMatrixOneChunk() { size_ = 3000; }
+};
+
+TEST_F(FaultMatrixOneChunk, DriverFailureAtEachStep)
+{
+  if (!kvikio::test::on_simulator()) {
+    GTEST_SKIP() << "failing driver calls at run time needs the simulator";
+  }
+  every_driver_failure(local_entry_points());
+}
+
 // The file shrinks after the handles were opened: a read of the range now past its end fails
 // clearly; nothing is written outside the destination.
 TEST_F(FaultMatrix, FileTruncatedUnderTheRead)

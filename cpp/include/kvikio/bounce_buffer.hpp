@@ -187,7 +187,13 @@ class BounceBufferRing {
                             std::size_t num_buffers   = 1,
                             std::size_t max_slot_size = 0);
   ~BounceBufferRing() noexcept;
-  BounceBufferRing(BounceBufferRing const&)            = delete;
+  BounceBufferRing(BounceBufferRing const&) = delete;
+
+  /// @brief The slot_size() of a ring of `num_slots` slots per buffer of `buffer_size` bytes, at
+  /// most `max_slot_size` each (0: no bound), without making one.
+  [[nodiscard]] static std::size_t slot_size_for(std::size_t buffer_size,
+                                                 std::size_t num_slots,
+                                                 std::size_t max_slot_size) noexcept;
   BounceBufferRing& operator=(BounceBufferRing const&) = delete;
 
   /// @brief Slots of all buffers together: `num_slots * num_buffers` as constructed, fewer if a

@@ -176,13 +176,8 @@ BounceBufferRing<Allocator>::BounceBufferRing(std::size_t num_slots,
   for (auto const& buffer : buffers_) {
     size = std::min(size, buffer.size());
   }
-  std::size_t const page = get_page_size();
-  // Whole pages per slot keep every slot usable for O_DIRECT; at least one page each.
-  std::size_t const slots = std::min(num_slots, std::max<std::size_t>(size / page, 1));
-  slot_size_              = std::max(size / slots / page * page, std::min(page, size));
-  if (max_slot_size > 0) {
-    slot_size_ = std::min(slot_size_, std::max(max_slot_size / page * page, std::min(page, size)));
-  }
+  slot_size_              = slot_size_for(size, num_slots, max_slot_size);
+  std::size_t const slots = std::min(num_slots, std::max<std::size_t>(size / get_page_size(), 1));
   slots_.reserve(slots * num_buffers);
   for (auto const& buffer : buffers_) {
     auto* base = static_cast<std::byte*>(buffer.get());
@@ -191,6 +186,22 @@ BounceBufferRing<Allocator>::BounceBufferRing(std::size_t num_slots,
     }
   }
   current_ = slots_.size() - 1;  // the first next() lands on slot 0
+}
+
+template <typename Allocator>
+std::size_t BounceBufferRing<Allocator>::slot_size_for(std::size_t buffer_size,
+                                                       std::size_t num_slots,
+                                                       std::size_t max_slot_size) noexcept
+{
+  std::size_t const page = get_page_size();
+  // Whole pages per slot keep every slot usable for O_DIRECT; at least one page each.
+  std::size_t const slots =
+    std::max<std::size_t>(std::min(num_slots, std::max<std::size_t>(buffer_size / page, 1)), 1);
+  std::size_t slot = std::max(buffer_size / slots / page * page, std::min(page, buffer_size));
+  if (max_slot_size > 0) {
+    slot = std::min(slot, std::max(max_slot_size / page * page, std::min(page, buffer_size)));
+  }
+  return slot;
 }
 
 template <typename Allocator>

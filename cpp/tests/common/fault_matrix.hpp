@@ -448,11 +448,13 @@ class FaultMatrixBase : public OnDevice {
 
   // Sizes small enough for the sanitizer builds, which pay for every byte a case moves, and
   // large enough for a dozen chunks and every slot of the ring.
-  static constexpr std::size_t bounce_ = 16 << 10;
-  static constexpr std::size_t size_   = (50 << 10) + 333;
-  static constexpr std::size_t offset_ = 4099;
-  /// The file's length (and the remote object's): the range of a case, its offset, a tail.
-  static constexpr std::size_t file_size_ = size_ + offset_ + 5000;
+  static constexpr std::size_t bounce_       = 16 << 10;
+  static constexpr std::size_t default_size_ = (50 << 10) + 333;
+  static constexpr std::size_t offset_       = 4099;
+  /// The file's length (and the remote object's): the longest range of a case, its offset, a
+  /// tail.
+  static constexpr std::size_t file_size_ = default_size_ + offset_ + 5000;
+  std::size_t size_                       = default_size_;  // a fixture may read less
   TempDir dir_;
   std::string path_                  = dir_.file("data");
   std::vector<std::uint8_t> content_ = pattern(file_size_, 98);

@@ -221,8 +221,26 @@ std::size_t StagedBackend::read_device(LocalFile const& file,
   // The ring spans one task (defaults::task_size()), as one task's buffer would: what all the
   // threads stage at once then stays in the CPU caches, from which the copies to the device read
   // (16 threads with 16 MiB rings read 0.8x of 4 MiB ones on an H100, docs/benchmarks.md).
-  std::size_t const k = defaults::num_bounce_buffers();
-  BounceBufferRing<> ring{k, 1, defaults::task_size() / k};
+  std::size_t const k        = defaults::num_bounce_buffers();
+  std::size_t const max_slot = defaults::task_size() / k;
+  {
+    // One chunk in all (the read a column reader issues most): one buffer, one copy, one wait
+    // on the stream, none of the ring's events. (The buffer's own size decides: the setting may
+    // change meanwhile.)
+    auto const buffer = BounceBufferPool<>::instance().get();
+    if (cursor.size() <= BounceBufferRing<>::slot_size_for(buffer.size(), k, max_slot)) {
+      auto const chunk = cursor.take(cursor.size());
+      if (!chunk) { return 0; }
+      auto* const slot = static_cast<std::byte*>(buffer.get());
+      host_io(true, file, slot, chunk->length, file_offset + chunk->first);
+      auto& api = cudaAPI::instance();
+      KVIKIO_CUDA_DRIVER_TRY(api.MemcpyHtoDAsync(
+        convert_void2deviceptr(dev + chunk->first), slot, chunk->length, stream));
+      KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(stream));
+      return chunk->length;
+    }
+  }
+  BounceBufferRing<> ring{k, 1, max_slot};
   std::size_t moved = 0;
   while (auto const chunk = cursor.take(ring.slot_size())) {
     auto* slot = static_cast<std::byte*>(ring.next());
