@@ -9,6 +9,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include <kvikio/defaults.hpp>
@@ -139,7 +140,10 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
     PushAndPopContext const context{ctx};
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
   }
-  auto [base, base_size, base_offset] = get_alloc_info(buf, &ctx);
+  // cuFile reads and writes the allocation it registered, at an offset into it; the staged
+  // backends need only the pointer (asking the driver for the allocation costs three calls).
+  auto [base, base_size, base_offset] =
+    cufile ? get_alloc_info(buf, &ctx) : std::tuple<void*, std::size_t, std::size_t>{buf, size, 0};
   (void)base_size;
   if (reading && backend->shares_chunks()) {
     // Each pool thread takes the next chunk (a slot of its ring) when it is ready for one: its

@@ -96,6 +96,12 @@ std::future<std::size_t> parallel_workers(std::function<std::size_t()> work,
 {
   KVIKIO_EXPECT(pool != nullptr, "The thread pool must not be nullptr (parallel_workers)");
   if (workers == 0) { return make_ready_future<std::size_t>(0); }
+  if (workers == 1) {  // the task's own future: nothing to gather
+    return pool->submit_task([work = std::move(work)] {
+      KVIKIO_NVTX_SCOPED_RANGE("task");
+      return work();
+    });
+  }
   auto gather       = std::make_shared<Gather<std::function<std::size_t()>>>();
   gather->op        = std::move(work);
   gather->remaining = workers;
