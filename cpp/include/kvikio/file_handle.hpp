@@ -107,9 +107,10 @@ class FileHandle {
    * @param size bytes to read.
    * @param file_offset offset in the file, in bytes.
    * @param devPtr_offset where the bytes land, as an offset from `devPtr_base` in bytes.
-   * @param sync_default_stream synchronise the legacy default stream first, so that work queued
-   * on it (which KvikIO's own streams do not wait for) has landed. Upstream does this for cuFile
-   * only; here it holds for POSIX I/O too.
+   * @param sync_default_stream for cuFile I/O: synchronise the legacy default stream first, so
+   * that work queued on it has landed (cuFile is not ordered with it). Staged (POSIX, io_uring)
+   * I/O is always ordered after work queued earlier on the legacy default stream, as the
+   * non-async CUDA API is: its copies run on blocking streams (upstream's rule too).
    * @return bytes read.
    * @throws kvikio::CUfileException "POSIX error on pread: EOF" if the file ends first;
    * kvikio::CUfileException or

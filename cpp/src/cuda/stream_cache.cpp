@@ -41,7 +41,10 @@ CUstream shared_stream_for_this_thread(CUcontext ctx)
   CUstream stream{};
   {
     PushAndPopContext const guard{ctx};
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    // Blocking (not CU_STREAM_NON_BLOCKING): its copies are ordered after work queued earlier
+    // on the legacy default stream, as the non-async CUDA API's are, without the host waiting for
+    // that stream before each transfer.
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamCreate(&stream, CU_STREAM_DEFAULT));
   }
   std::lock_guard const lock{c.mutex};
   c.streams.emplace(key, stream);  // only this thread inserts this key

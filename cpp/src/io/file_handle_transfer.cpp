@@ -58,8 +58,9 @@ std::size_t device_transfer(detail::DeviceBackend& backend,
                             bool sync_default_stream)
 {
   PushAndPopContext const context{ctx};
-  // Work queued on the legacy default stream (which KvikIO's streams do not wait for) lands first.
-  if (sync_default_stream) {
+  // cuFile is not ordered with the legacy default stream: its work lands first. (The staged
+  // backends' copies are, on blocking streams: detail::stream_for_this_thread.)
+  if (sync_default_stream && file.cufile != nullptr) {
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
   }
   if (reading) {
@@ -136,7 +137,7 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
     return make_ready_future(device_transfer(
       *backend, reading, *state, file, ctx, buf, size, file_offset, 0, sync_default_stream));
   }
-  if (sync_default_stream) {  // once per call, not per task
+  if (sync_default_stream && cufile) {  // once per call, not per task
     PushAndPopContext const context{ctx};
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
   }

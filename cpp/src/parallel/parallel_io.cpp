@@ -47,6 +47,25 @@ struct Gather {
   }
 };
 
+// One task, whose future holds only its result: the operation (and the lease on the handle it
+// holds) is freed with the task. (A packaged_task's future would keep the operation alive while
+// the caller keeps the future, and closing the handle would wait for that.)
+template <typename F>
+std::future<std::size_t> submit_one(ThreadPool* pool, F fn)
+{
+  std::promise<std::size_t> promise;
+  auto future = promise.get_future();
+  pool->detach_task([fn = std::move(fn), promise = std::move(promise)]() mutable {
+    try {
+      KVIKIO_NVTX_SCOPED_RANGE("task");
+      promise.set_value(fn());
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+    }
+  });
+  return future;
+}
+
 }  // namespace
 
 std::future<std::size_t> parallel_io(ChunkOperation op,
@@ -68,10 +87,8 @@ std::future<std::size_t> parallel_io(ChunkOperation op,
   }
   std::size_t const tasks = 1 + (size - first + task_size - 1) / task_size;
   if (tasks == 1) {  // the task's own future: nothing to gather
-    return pool->submit_task([op = std::move(op), size, file_offset] {
-      KVIKIO_NVTX_SCOPED_RANGE("task");
-      return op(0, size, file_offset);
-    });
+    return submit_one(pool,
+                      [op = std::move(op), size, file_offset] { return op(0, size, file_offset); });
   }
 
   auto gather       = std::make_shared<Gather<ChunkOperation>>();
@@ -97,10 +114,7 @@ std::future<std::size_t> parallel_workers(std::function<std::size_t()> work,
   KVIKIO_EXPECT(pool != nullptr, "The thread pool must not be nullptr (parallel_workers)");
   if (workers == 0) { return make_ready_future<std::size_t>(0); }
   if (workers == 1) {  // the task's own future: nothing to gather
-    return pool->submit_task([work = std::move(work)] {
-      KVIKIO_NVTX_SCOPED_RANGE("task");
-      return work();
-    });
+    return submit_one(pool, std::move(work));
   }
   auto gather       = std::make_shared<Gather<std::function<std::size_t()>>>();
   gather->op        = std::move(work);

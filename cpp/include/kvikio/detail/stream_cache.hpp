@@ -10,7 +10,8 @@
 namespace kvikio::detail {
 
 /**
- * @brief The calling thread's non-blocking stream in context `ctx`, created on first use.
+ * @brief The calling thread's stream in context `ctx`, created on first use: a blocking stream,
+ * so that its work is ordered after work queued earlier on the legacy default stream.
  *
  * One stream per (thread, context), never shared between threads, never destroyed (a
  * process-wide CUDA resource). Safe under concurrent first use.
