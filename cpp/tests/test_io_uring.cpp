@@ -497,6 +497,7 @@ TEST_F(IoUringDevice, StagingOfSeveralRegisteredBuffers)
 {
   write_content();
   ASSERT_EQ(kvikio::detail::io_uring_staging_buffers(), 2U);
+  EXPECT_EQ(kvikio::detail::io_uring_staging_buffers(0, 5000), 1U) << "no more than it takes";
   kvikio::defaults::set_thread_pool_nthreads(2);  // 40000 bytes each: one buffer
   EXPECT_EQ(kvikio::detail::io_uring_staging_buffers(), 1U);
   kvikio::defaults::set_thread_pool_nthreads(1);

@@ -10,6 +10,7 @@
  */
 
 #include <cstddef>
+#include <limits>
 
 #include <cuda.h>
 
@@ -101,10 +102,13 @@ void io_uring_transfer_all(bool read,
  * requests of io_uring_piece_size() shared among the `pool_threads` threads of the pool (0:
  * `thread_pool_nthreads()`; ceil of a thread's share
  * over `KVIKIO_BOUNCE_BUFFER_SIZE`, at least one buffer): one thread keeps as much in flight as
- * the shape allows, many threads no more than one buffer each. Each buffer is cut into
- * `KVIKIO_NUM_BOUNCE_BUFFERS` slots.
+ * the shape allows, many threads no more than one buffer each; and no more than the
+ * `transfer_bytes` of the transfer take (pinned memory is held by the pool once used). Each buffer
+ * is cut into `KVIKIO_NUM_BOUNCE_BUFFERS` slots.
  */
-[[nodiscard]] std::size_t io_uring_staging_buffers(std::size_t pool_threads = 0);
+[[nodiscard]] std::size_t io_uring_staging_buffers(
+  std::size_t pool_threads   = 0,
+  std::size_t transfer_bytes = std::numeric_limits<std::size_t>::max());
 
 /**
  * @brief Reads `size` bytes at `offset` of `fd` (buffered) into device memory `dev`, staged in

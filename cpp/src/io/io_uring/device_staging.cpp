@@ -17,14 +17,15 @@
 
 namespace kvikio::detail {
 
-std::size_t io_uring_staging_buffers(std::size_t pool_threads)
+std::size_t io_uring_staging_buffers(std::size_t pool_threads, std::size_t transfer_bytes)
 {
   // The pool's threads share one shape's bytes: more in flight than that only adds kernel
   // workers competing for the cores (measured: 16 threads with 64 MiB each read slower than
   // with 16 MiB).
-  std::size_t const threads   = uring::threads_sharing_the_cores(pool_threads);
-  std::size_t const in_flight = io_uring_piece_size() * io_uring_queue_depth() / threads;
-  std::size_t const buffer    = defaults::bounce_buffer_size();
+  std::size_t const threads = uring::threads_sharing_the_cores(pool_threads);
+  std::size_t const in_flight =
+    std::min(io_uring_piece_size() * io_uring_queue_depth() / threads, transfer_bytes);
+  std::size_t const buffer = defaults::bounce_buffer_size();
   return std::max<std::size_t>((in_flight + buffer - 1) / buffer, 1);
 }
 
@@ -34,8 +35,8 @@ namespace {
 /// ring (-1: plain requests).
 class Staging {
  public:
-  explicit Staging(std::size_t pool_threads)
-    : ring_{defaults::num_bounce_buffers(), io_uring_staging_buffers(pool_threads)},
+  Staging(std::size_t pool_threads, std::size_t transfer_bytes)
+    : ring_{defaults::num_bounce_buffers(), io_uring_staging_buffers(pool_threads, transfer_bytes)},
       per_buffer_{ring_.num_slots() / ring_.num_buffers()}
   {
     uring::ThreadRing* const thread_ring = uring::this_thread_ring_object();
@@ -79,7 +80,7 @@ std::size_t io_uring_read_to_device(int fd,
 {
   // The staging outlives the requests: on an error the requests' destructor waits for reads
   // still writing into its buffers before they go back to the pool.
-  Staging staging{pool_threads};
+  Staging staging{pool_threads, cursor.size()};
   uring::Requests requests{true, fd, cursor.size(), offset, true, pool_threads};
   auto& ring = staging.ring();
   struct Filling {
