@@ -552,7 +552,7 @@ TEST_F(IoUringDevice, FailedRequestIsAClearErrorAndTheNextTransferWorks)
 {
   write_content();
   auto& pool = kvikio::BounceBufferPool<>::instance();
-  expect_device_read(1000, 0);  // the pool holds the staging buffers
+  expect_device_read(content_.size(), 0);  // the pool holds the staging of a transfer this size
   std::size_t const free_buffers = pool.num_free_buffers();
   auto expect_eio                = [](auto&& transfer) {
     try {
