@@ -160,6 +160,9 @@ struct Settings {
   static Settings from_environment();
 };
 
+/// @brief Parses `ON|OFF|AUTO` (and upstream's other spellings) of variable `name`.
+/// @throws std::invalid_argument naming the variable and its value
+CompatMode parse_compat_mode(std::string_view name, std::string_view value);
 /// @brief Parses `auto|posix|io_uring` (any case). @throws std::invalid_argument
 LocalIOBackend parse_local_io_backend(std::string_view name, std::string_view value);
 /// @brief "auto", "posix" or "io_uring", as parse_local_io_backend() reads them.

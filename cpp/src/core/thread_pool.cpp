@@ -154,7 +154,7 @@ void ThreadPool::worker_loop()
       ++running_;
       lock.unlock();
       job();  // a packaged_task: exceptions go to its future
-    }  // the job and what it holds (an operation's state, its lease) freed outside the lock
+    }         // the job and what it holds (an operation's state, its lease) freed outside the lock
     lock.lock();
     --running_;
     if (jobs_.empty() && running_ == 0) {
