@@ -18,13 +18,21 @@ CompatModeManager::CompatModeManager(std::string const& file_path, int fd, Compa
 {
   if (requested == CompatMode::ON) { return; }
   std::string why_not;
-  if (!detail::is_cufile_usable()) {
+  if (requested == CompatMode::AUTO && !detail::is_gds_available()) {
+    // Asked without opening cuFile's driver, which AUTO would not use.
+    if (!is_cufile_library_available()) {
+      why_not = detail::cufile_unavailable_reason();
+    } else if (!detail::is_nvidia_fs_loaded()) {
+      why_not =
+        "GPUDirect Storage is not available (nvidia-fs is not loaded), so cuFile would only run "
+        "its own POSIX fallback";
+    } else {  // the driver was opened to ask
+      why_not = detail::is_cufile_usable()
+                  ? "GPUDirect Storage is not available (cuFile's driver reports no nvidia-fs)"
+                  : detail::cufile_unusable_reason();
+    }
+  } else if (!detail::is_cufile_usable()) {
     why_not = detail::cufile_unusable_reason();
-  } else if (requested == CompatMode::AUTO && !detail::is_gds_available()) {
-    why_not =
-      "GPUDirect Storage is not available (nvidia-fs is not loaded), so cuFile would only run its "
-      "own "
-      "POSIX fallback";
   } else {
     auto const r = cufile_handle_.register_handle(fd).value();
     if (r.err == CU_FILE_SUCCESS) {

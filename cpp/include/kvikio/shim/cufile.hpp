@@ -120,9 +120,12 @@ bool is_cufile_usable() noexcept;
  * @brief Whether cuFile is usable and GPUDirect Storage proper is available (nvidia-fs loaded).
  * Compat mode AUTO uses cuFile only then: without nvidia-fs cuFile falls back to its own POSIX
  * path, which gains nothing over KvikIO's and was seen returning before device data landed
- * (H200, cuFile 1.15, docs/design.md). Never throws.
+ * (H200, cuFile 1.15, docs/design.md). Asks whether the nvidia-fs module is loaded before it
+ * opens cuFile's driver (which allocates the driver's buffers). Never throws.
  */
 bool is_gds_available() noexcept;
+/// @brief Whether the nvidia-fs kernel module is loaded (`/sys/module/nvidia_fs`), asked once.
+bool is_nvidia_fs_loaded() noexcept;
 /// @brief Why is_cufile_usable() is false ("" when it is true).
 std::string cufile_unusable_reason();
 }  // namespace detail
