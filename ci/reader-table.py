@@ -21,6 +21,14 @@ def size_text(n):
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
 
+def paired(table, order=None):
+    """(key, upstream's values, ours) for every key both libraries have, in `order`."""
+    for key in sorted({k for (_, k) in table}, key=order):
+        up, ours = table.get(("upstream", key)), table.get(("ours", key))
+        if up and ours:
+            yield key, up, ours
+
+
 def main():
     rates, gbps, p50, p99, rss = (defaultdict(list) for _ in range(5))
     with open(sys.argv[1]) as log:
@@ -40,29 +48,21 @@ def main():
     med = statistics.median
     print("| memory | size | callers x in flight | settings | upstream reads/s | ours reads/s | ours GB/s | ours / upstream |")
     print("|---|---|---|---|---|---|---|---|")
-    for key in sorted({k for (_, k) in rates}, key=lambda k: (k[3], k[0], k[1])):
-        up, ours = rates.get(("upstream", key)), rates.get(("ours", key))
-        if not up or not ours:
-            continue
+    for key, up, ours in paired(rates, lambda k: (k[3], k[0], k[1])):
         print(f"| {key[0]} | {size_text(key[1])} | {key[2]} | {key[3]} | {med(up):.0f} | {med(ours):.0f} | "
               f"{med(gbps[('ours', key)]):.2f} | **{med(ours) / med(up):.2f}** |")
     print()
     print("| synchronous read | upstream p50 (us) | ours p50 (us) | ours / upstream | upstream p99 | ours p99 |")
     print("|---|---|---|---|---|---|")
-    for key in sorted({k for (_, k) in p50}):
-        up, ours = p50.get(("upstream", key)), p50.get(("ours", key))
-        if not up or not ours:
-            continue
+    for key, up, ours in paired(p50):
         where = "host memory by pread(2)" if key[0] == "bare-pread" else key[0] + " memory"
         print(f"| {size_text(key[1])} into {where} | {med(up):.1f} | {med(ours):.1f} | **{med(ours) / med(up):.2f}** | "
               f"{med(p99[('upstream', key)]):.1f} | {med(p99[('ours', key)]):.1f} |")
     print()
     print("| peak RSS of the program | upstream (MiB) | ours (MiB) |")
     print("|---|---|---|")
-    for key in sorted({k for (_, k) in rss}):
-        up, ours = rss.get(("upstream", key)), rss.get(("ours", key))
-        if up and ours:
-            print(f"| {key[0]}, {key[1]} | {med(up):.0f} | {med(ours):.0f} |")
+    for key, up, ours in paired(rss):
+        print(f"| {key[0]}, {key[1]} | {med(up):.0f} | {med(ours):.0f} |")
 
 
 if __name__ == "__main__":
