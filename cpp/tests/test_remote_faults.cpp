@@ -6,7 +6,11 @@
  * Every failure must be a clear error naming the URL, and nothing may be written outside the
  * destination.
  */
+#include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <iterator>
+#include <optional>
 #include <future>
 #include <stdexcept>
 #include <string>
@@ -16,8 +20,11 @@
 #include <gtest/gtest.h>
 
 #include <kvikio/defaults.hpp>
+#include <kvikio/detail/logger.hpp>
 #include <kvikio/remote_handle.hpp>
 
+#include "common/env_guard.hpp"
+#include "common/temp_dir.hpp"
 #include "common/test_servers.hpp"
 
 using kvikio::RemoteEndpointType;
@@ -86,24 +93,128 @@ TEST_F(Faults, Transient503IsRetried)
 {
   kvikio::defaults::set_http_max_attempts(3);
   auto ok = handle_for(server_, "flaky/2/a");
-  ::testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStdout();
   ASSERT_EQ(ok.read(buf_.data() + 64, 777, 1), 777U);
-  std::string const log = ::testing::internal::GetCapturedStderr();
-  // Each retry is logged at warn in upstream's words, with the request it concerns.
-  EXPECT_NE(log.find("KvikIO: Got HTTP code 503. Retrying after 500ms (attempt 1 of 3)."),
-            std::string::npos)
-    << log;
-  EXPECT_NE(log.find("KvikIO: Got HTTP code 503. Retrying after 1000ms (attempt 2 of 3)."),
-            std::string::npos)
-    << log;
-  EXPECT_NE(log.find("flaky/2/a (777 bytes at offset 1)"), std::string::npos) << log;
+  // Each retry is announced on stdout in upstream's words, as upstream prints it.
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(),
+            "KvikIO: Got HTTP code 503. Retrying after 500ms (attempt 1 of 3).\n"
+            "KvikIO: Got HTTP code 503. Retrying after 1000ms (attempt 2 of 3).\n");
   EXPECT_EQ(buf_[64], MisbehavingServer::byte(1));
   expect_guards(buf_, 777);
   kvikio::defaults::set_http_max_attempts(2);
-  auto gives_up    = handle_for(server_, "flaky/2/b");
+  auto gives_up = handle_for(server_, "flaky/2/b");
+  ::testing::internal::CaptureStdout();
   std::string what = error_of(gives_up, buf_, 10, 0);
-  EXPECT_NE(what.find("maximum number of attempts (2)"), std::string::npos) << what;
-  EXPECT_NE(what.find("Got HTTP code 503"), std::string::npos) << what;
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(),
+            "KvikIO: Got HTTP code 503. Retrying after 500ms (attempt 1 of 2).\n");
+  // Upstream's words in one run (what users match on), then the request.
+  EXPECT_EQ(what.rfind("KvikIO: HTTP request reached maximum number of attempts (2). Reason: Got "
+                       "HTTP code 503. [",
+                       0),
+            0U)
+    << what;
+  EXPECT_NE(what.find("flaky/2/b (10 bytes at offset 0)"), std::string::npos) << what;
+}
+
+// With a log file, a retry is a warn line of the log that names the request, and nothing goes to
+// stdout; back to the default, stdout again.
+TEST_F(Faults, RetryNoticesGoToTheLogFileWhenThereIsOne)
+{
+  kvikio::test::TempDir dir;
+  auto const log_path = dir.file("log");
+  auto& logger        = kvikio::detail::Logger::instance();
+  ASSERT_TRUE(logger.set_file(log_path));
+  kvikio::defaults::set_http_max_attempts(3);
+  auto h = handle_for(server_, "flaky/1/logged");
+  ::testing::internal::CaptureStdout();
+  ASSERT_EQ(h.read(buf_.data() + 64, 10, 5), 10U);
+  std::string const out = ::testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(logger.set_file(""));
+  EXPECT_EQ(out, "");
+  std::ifstream in{log_path};
+  std::string const log{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+  EXPECT_NE(log.find(" warn ["), std::string::npos) << log;
+  EXPECT_NE(log.find("KvikIO: Got HTTP code 503. Retrying after 500ms (attempt 1 of 3). [" +
+                     server_.url("flaky/1/logged") + " (10 bytes at offset 5)]"),
+            std::string::npos)
+    << log;
+  EXPECT_EQ(buf_[64], MisbehavingServer::byte(5));
+  expect_guards(buf_, 10);
+}
+
+// An open's size request is retried as a read is, whatever the endpoint type: each answers 503
+// once, then the object, which opens with its size and reads right.
+TEST_F(Faults, OpenRetriesTheSizeRequestOfEveryEndpointType)
+{
+  kvikio::test::EnvGuard const aws{{"AWS_DEFAULT_REGION", "us-east-1"},
+                                   {"AWS_ACCESS_KEY_ID", "KVIKIOTEST"},
+                                   {"AWS_SECRET_ACCESS_KEY", "kvikio-test"},
+                                   {"AWS_SESSION_TOKEN", std::nullopt},
+                                   {"AWS_ENDPOINT_URL", std::nullopt}};
+  kvikio::defaults::set_http_max_attempts(2);
+  std::vector<std::pair<RemoteEndpointType, std::string>> const cases{
+    {RemoteEndpointType::HTTP, server_.url("flaky/1/http")},
+    {RemoteEndpointType::S3, server_.url("flaky/1/s3")},
+    {RemoteEndpointType::S3_PUBLIC, server_.url("flaky/1/s3-public")},
+    {RemoteEndpointType::S3_PRESIGNED_URL,
+     server_.url("flaky/1/presigned") + "?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=00"},
+    {RemoteEndpointType::WEBHDFS, server_.url("webhdfs/v1/flaky/1/hdfs")}};
+  for (auto const& [type, url] : cases) {
+    ::testing::internal::CaptureStdout();
+    std::optional<RemoteHandle> h;
+    try {
+      h.emplace(RemoteHandle::open(url, type));
+    } catch (std::exception const& e) {
+      ::testing::internal::GetCapturedStdout();
+      ADD_FAILURE() << url << ": " << e.what();
+      continue;
+    }
+    EXPECT_EQ(::testing::internal::GetCapturedStdout(),
+              "KvikIO: Got HTTP code 503. Retrying after 500ms (attempt 1 of 2).\n")
+      << url;
+    EXPECT_EQ(h->nbytes(), obj_size) << url;
+    std::fill(buf_.begin(), buf_.end(), poison);
+    ASSERT_EQ(h->read(buf_.data() + 64, 999, 77), 999U) << url;
+    for (std::size_t i = 0; i < 999; ++i) {
+      ASSERT_EQ(buf_[64 + i], MisbehavingServer::byte(77 + i)) << url << " at " << i;
+    }
+    expect_guards(buf_, 999);
+  }
+}
+
+// An open whose size request keeps failing gives up after the attempts, in upstream's words; a
+// status that is not retried fails at once.
+TEST_F(Faults, OpenGivesUpAfterTheAttempts)
+{
+  kvikio::defaults::set_http_max_attempts(2);
+  for (auto const& [type, path] : std::vector<std::pair<RemoteEndpointType, std::string>>{
+         {RemoteEndpointType::HTTP, "flaky/5/http"},
+         {RemoteEndpointType::WEBHDFS, "webhdfs/v1/flaky/5/hdfs"}}) {
+    ::testing::internal::CaptureStdout();
+    std::string what;
+    try {
+      (void)RemoteHandle::open(server_.url(path), type);
+    } catch (std::runtime_error const& e) {
+      what = e.what();
+    }
+    EXPECT_EQ(::testing::internal::GetCapturedStdout(),
+              "KvikIO: Got HTTP code 503. Retrying after 500ms (attempt 1 of 2).\n");
+    EXPECT_EQ(what.rfind("KvikIO: HTTP request reached maximum number of attempts (2). Reason: "
+                         "Got HTTP code 503. [",
+                         0),
+              0U)
+      << what;
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+  }
+  ::testing::internal::CaptureStdout();
+  std::string what;
+  try {
+    (void)RemoteHandle::open(server_.url("404/x"), RemoteEndpointType::HTTP);
+  } catch (std::runtime_error const& e) {
+    what = e.what();
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "");
+  EXPECT_NE(what.find("404/x answered HTTP 404"), std::string::npos) << what;
 }
 
 TEST_F(Faults, CutConnectionAndShortBody)

@@ -121,4 +121,27 @@ void Logger::write(LogLevel level, std::string_view message) noexcept
   }
 }
 
+void Logger::notice(LogLevel level,
+                    std::string_view upstream_text,
+                    std::string_view detail) noexcept
+{
+  if (!enabled(level)) { return; }
+  {
+    std::lock_guard const lock{impl_->mutex};
+    if (impl_->sink == stderr) {
+      try {
+        std::string const line = std::string{upstream_text} + "\n";
+        std::fwrite(line.data(), 1, line.size(), stdout);
+        std::fflush(stdout);
+      } catch (...) {
+      }
+      return;
+    }
+  }
+  try {
+    write(level, std::string{upstream_text} + " [" + std::string{detail} + "]");
+  } catch (...) {
+  }
+}
+
 }  // namespace kvikio::detail

@@ -9,6 +9,8 @@
 #include <kvikio/hdfs.hpp>
 #include <kvikio/remote_handle.hpp>
 
+#include "retry_rule.hpp"
+
 namespace kvikio {
 
 void RemoteEndpoint::setup_range_request(CurlHandle& curl,
@@ -60,7 +62,7 @@ std::size_t head_content_length(RemoteEndpoint& endpoint)
   CurlHandle curl;
   endpoint.setopt(curl);
   curl.setopt(CURLOPT_NOBODY, 1L);
-  CURLcode const r = curl.try_perform();
+  CURLcode const r = perform_retrying(curl, "size request to " + endpoint.str());
   KVIKIO_EXPECT(r == CURLE_OK,
                 "KvikIO: size request to " + endpoint.str() + " failed: " + curl.error_message(r),
                 std::runtime_error);

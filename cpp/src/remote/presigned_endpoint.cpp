@@ -9,6 +9,8 @@
 #include <kvikio/error.hpp>
 #include <kvikio/remote_handle.hpp>
 
+#include "retry_rule.hpp"
+
 namespace kvikio {
 namespace {
 
@@ -85,7 +87,10 @@ std::size_t S3EndpointWithPresignedUrl::get_file_size()
   std::string body;
   curl.setopt(CURLOPT_WRITEFUNCTION, &keep_body_start);
   curl.setopt(CURLOPT_WRITEDATA, static_cast<void*>(&body));
-  CURLcode const r = curl.try_perform();
+  CURLcode const r = detail::perform_retrying(curl, "size request to " + str(), [&] {
+    headers = HeaderCapture{};
+    body.clear();
+  });
   KVIKIO_EXPECT(r == CURLE_OK,
                 "KvikIO: size request to " + str() + " failed: " + curl.error_message(r),
                 std::runtime_error);

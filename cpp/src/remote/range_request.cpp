@@ -1,12 +1,8 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <algorithm>
 #include <stdexcept>
 #include <string>
-
-#include <kvikio/defaults.hpp>
-#include <kvikio/detail/logger.hpp>
 
 #include "range_request.hpp"
 
@@ -21,14 +17,6 @@ constexpr std::chrono::seconds stall_after_close{1};
 
 }  // namespace
 
-std::chrono::milliseconds retry_backoff(std::size_t attempt) noexcept
-{
-  constexpr std::chrono::milliseconds first{500};
-  constexpr std::chrono::milliseconds most{4000};
-  std::size_t const doublings = std::min<std::size_t>(attempt == 0 ? 0 : attempt - 1, 3);
-  return std::min(most, first * (1 << doublings));
-}
-
 RangeRequest::RangeRequest(RemoteEndpoint& endpoint,
                            RemoteSink& sink,
                            std::size_t file_offset,
@@ -39,18 +27,16 @@ RangeRequest::RangeRequest(RemoteEndpoint& endpoint,
     file_offset_{file_offset},
     size_{size},
     owner_{owner},
-    max_attempts_{defaults::http_max_attempts()},
-    retry_statuses_{defaults::http_status_codes()},
     expected_range_{"bytes " + std::to_string(file_offset) + "-" +
                     std::to_string(file_offset + size - 1) + "/"},
-    what_{endpoint.str() + " (" + std::to_string(size) + " bytes at offset " +
-          std::to_string(file_offset) + ")"}
+    retry_{endpoint.str() + " (" + std::to_string(size) + " bytes at offset " +
+           std::to_string(file_offset) + ")"}
 {
 }
 
 std::runtime_error RangeRequest::ended_by_close() const
 {
-  return std::runtime_error("KvikIO: " + what_ +
+  return std::runtime_error("KvikIO: " + what() +
                             ": the RemoteHandle was closed (destroyed) while this read was "
                             "stalled or retrying");
 }
@@ -69,14 +55,14 @@ int RangeRequest::progress(void* self, curl_off_t, curl_off_t received, curl_off
 void RangeRequest::prepare(CurlHandle& curl)
 {
   if (owner_ != nullptr) {
-    if (attempt_ > 1 && owner_->closing()) { throw ended_by_close(); }
+    if (retry_.attempt() > 1 && owner_->closing()) { throw ended_by_close(); }
     progress_bytes_ = 0;
     progress_at_    = std::chrono::steady_clock::now();
     curl.setopt(CURLOPT_XFERINFOFUNCTION, &RangeRequest::progress);
     curl.setopt(CURLOPT_XFERINFODATA, static_cast<void*>(this));
     curl.setopt(CURLOPT_NOPROGRESS, 0L);
   }
-  if (attempt_ > 1) { sink_.restart(); }
+  if (retry_.attempt() > 1) { sink_.restart(); }
   endpoint_.setopt(curl);
   endpoint_.setup_range_request(curl, file_offset_, size_);
   curl.setopt(CURLOPT_WRITEFUNCTION, &RemoteSink::write_callback);
@@ -99,58 +85,35 @@ std::optional<std::chrono::milliseconds> RangeRequest::outcome(CurlHandle const&
   long const status = curl.status();
   if (sink_.error()) { std::rethrow_exception(sink_.error()); }
   if (sink_.wrong_range()) {
-    throw std::runtime_error("KvikIO: " + what_ + ": the server answered Content-Range \"" +
+    throw std::runtime_error("KvikIO: " + what() + ": the server answered Content-Range \"" +
                              sink_.content_range() + "\" instead of \"" + expected_range_ +
                              "...\"");
   }
   if (sink_.overflowed()) {
-    throw std::overflow_error("maybe the server doesn't support file ranges? [KvikIO: " + what_ +
+    throw std::overflow_error("maybe the server doesn't support file ranges? [KvikIO: " + what() +
                               ": the server sent more bytes than the range asked for]");
   }
-  bool const retry_status =
-    std::find(retry_statuses_.begin(), retry_statuses_.end(), status) != retry_statuses_.end();
-  if (code == CURLE_OK && !retry_status) {
+  bool const retry = retry_.retryable(code, status);
+  if (code == CURLE_OK && !retry) {
     if (status / 100 != 2) {
       // Upstream's wording (libcurl's text for a failed status), then ours.
       throw std::runtime_error(
         "curl_easy_perform() error (The requested URL returned error: " + std::to_string(status) +
-        ") [KvikIO: " + what_ + ": HTTP " + std::to_string(status) +
+        ") [KvikIO: " + what() + ": HTTP " + std::to_string(status) +
         (sink_.error_body().empty() ? "" : ": " + sink_.error_body()) + "]");
     }
     if (sink_.received() != size_) {
-      throw std::runtime_error("KvikIO: " + what_ + ": the server sent " +
+      throw std::runtime_error("KvikIO: " + what() + ": the server sent " +
                                std::to_string(sink_.received()) + " bytes");
     }
     return std::nullopt;
   }
-  bool const timeout = code == CURLE_OPERATION_TIMEDOUT;
-  if (!retry_status && !timeout) {
+  if (!retry) {
     throw std::runtime_error("curl_easy_perform() error (" + curl.error_message(code) +
-                             ") [KvikIO: " + what_ + "]");
+                             ") [KvikIO: " + what() + "]");
   }
-  // Upstream's wording, so that logs and scripts that look for it keep working.
-  std::string const reason =
-    timeout ? "Operation timed out." : "Got HTTP code " + std::to_string(status) + ".";
   if (owner_ != nullptr && owner_->closing()) { throw ended_by_close(); }
-  if (attempt_ >= max_attempts_) {
-    throw std::runtime_error("KvikIO: " + what_ +
-                             ": HTTP request reached maximum number of attempts (" +
-                             std::to_string(max_attempts_) + "). Reason: " + reason);
-  }
-  auto const delay = retry_backoff(attempt_);
-  KVIKIO_LOG_WARN("KvikIO: ",
-                  timeout ? std::string{"Timeout error."} : reason,
-                  " Retrying after ",
-                  delay.count(),
-                  "ms (attempt ",
-                  attempt_,
-                  " of ",
-                  max_attempts_,
-                  "). [",
-                  what_,
-                  "]");
-  ++attempt_;
-  return delay;
+  return retry_.next_attempt(code, status);
 }
 
 }  // namespace kvikio::detail

@@ -7,28 +7,21 @@
 #include <cstddef>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include <kvikio/detail/curl.hpp>
 #include <kvikio/detail/in_flight.hpp>
 #include <kvikio/remote_handle.hpp>
 
+#include "retry_rule.hpp"
 #include "sink.hpp"
 
 namespace kvikio::detail {
 
 /**
- * @brief The wait before attempt `attempt + 1` after attempt `attempt` failed: 500 ms, doubling,
- * at most 4 s (upstream's schedule).
- */
-[[nodiscard]] std::chrono::milliseconds retry_backoff(std::size_t attempt) noexcept;
-
-/**
  * @brief One ranged GET of `size` bytes at `file_offset` into a sink, as a series of attempts.
  *
  * prepare() sets up an easy handle for the next attempt; once libcurl has run it, outcome()
- * decides: the range arrived whole, or it is retried after a backoff (statuses in
- * `KVIKIO_HTTP_STATUS_CODES` and timeouts, up to `KVIKIO_HTTP_MAX_ATTEMPTS`), or the request
+ * decides: the range arrived whole, or it is retried after a backoff (RetryRule), or the request
  * failed (outcome() throws). Both transports drive requests through this one rule: the easy
  * transport in a loop on a pool thread, the multi-poll reactor from its completions.
  *
@@ -68,7 +61,7 @@ class RangeRequest {
   [[nodiscard]] std::runtime_error ended_by_close() const;
 
   /// @brief "<url> (<size> bytes at offset <offset>)", for messages.
-  [[nodiscard]] std::string const& what() const noexcept { return what_; }
+  [[nodiscard]] std::string const& what() const noexcept { return retry_.what(); }
 
  private:
   // libcurl's progress callback (the request is its data): a non-zero return cuts the attempt.
@@ -82,11 +75,8 @@ class RangeRequest {
   // Body bytes of this attempt at the last progress callback, and when that count last moved.
   curl_off_t progress_bytes_{0};
   std::chrono::steady_clock::time_point progress_at_{};
-  std::size_t attempt_{1};
-  std::size_t max_attempts_;
-  std::vector<int> retry_statuses_;
   std::string expected_range_;
-  std::string what_;
+  RetryRule retry_;
 };
 
 }  // namespace kvikio::detail

@@ -11,6 +11,8 @@
 #include <kvikio/detail/url.hpp>
 #include <kvikio/error.hpp>
 
+#include "retry_rule.hpp"
+
 namespace kvikio {
 namespace {
 
@@ -115,7 +117,8 @@ std::size_t WebHdfsEndpoint::get_file_size()
   std::string body;
   curl.setopt(CURLOPT_WRITEFUNCTION, &collect);
   curl.setopt(CURLOPT_WRITEDATA, static_cast<void*>(&body));
-  CURLcode const r = curl.try_perform();
+  CURLcode const r =
+    detail::perform_retrying(curl, "GETFILESTATUS of " + base_, [&] { body.clear(); });
   KVIKIO_EXPECT(r == CURLE_OK,
                 "KvikIO: GETFILESTATUS of " + base_ + " failed: " + curl.error_message(r),
                 std::runtime_error);

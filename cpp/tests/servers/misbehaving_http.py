@@ -9,13 +9,16 @@ the first path segment picks the behaviour:
 
     /ok/...            honours Range
     /ignore-range/...  answers 200 with the whole object
-    /flaky/N/...       answers 503 to the first N requests of this path, then honours Range
+    /flaky/N/...       answers 503 to the first N requests of this path (HEAD or GET, any
+                       query), then honours Range
     /reset/...         sends half the range, then resets the connection
     /short/...         promises the range (Content-Length) but sends half of it and closes
     /stall/...         sends headers, then nothing for 30 s
     /wrong-range/...   answers 206 with the right length but the bytes (and Content-Range) of
                        the range one byte further
     /404/..., /403/... that status
+A path under /webhdfs/v1/ is the same behaviour spoken as WebHDFS: ?op=GETFILESTATUS answers
+the object's FileStatus (JSON), ?op=OPEN&offset=O&length=L answers 200 with those bytes.
 Prints "ready <port>" on stdout once listening (PORT 0: a free port of the kernel's choosing).
 """
 import socket
@@ -61,13 +64,19 @@ class Handler(BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_GET(self):
-        parts = self.path.strip("/").split("/")
+        path, _, query = self.path.partition("?")
+        webhdfs = path.startswith("/webhdfs/v1/")
+        parts = path[len("/webhdfs/v1/") if webhdfs else 0:].strip("/").split("/")
         kind = parts[0]
         with LOCK:
-            COUNTS[self.path] = COUNTS.get(self.path, 0) + 1
-            count = COUNTS[self.path]
+            COUNTS[path] = COUNTS.get(path, 0) + 1
+            count = COUNTS[path]
         if kind in ("404", "403"):
             return self._send(int(kind), b"no")
+        if kind == "flaky" and count <= int(parts[1]):
+            return self._send(503, b"busy")
+        if webhdfs:
+            return self._webhdfs(dict(p.split("=", 1) for p in query.split("&") if "=" in p))
         first, last = parse_range(self.headers.get("Range"))
         body = DATA[first:last + 1]
         content_range = f"bytes {first}-{last}/{SIZE}"
@@ -75,8 +84,6 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, DATA)
         if kind == "ignore-range":
             return self._send(200, DATA)
-        if kind == "flaky" and count <= int(parts[1]):
-            return self._send(503, b"busy")
         if kind == "reset":
             self.send_response(206)
             self.send_header("Content-Length", str(len(body)))
@@ -103,6 +110,13 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(30)
             return
         return self._send(206, body, content_range)
+
+
+    def _webhdfs(self, args):
+        if args.get("op") == "GETFILESTATUS":
+            return self._send(200, ('{"FileStatus":{"length":%d,"type":"FILE"}}' % SIZE).encode())
+        first = int(args.get("offset", 0))
+        return self._send(200, DATA[first:first + int(args.get("length", SIZE))])
 
 
 class Server(ThreadingHTTPServer):

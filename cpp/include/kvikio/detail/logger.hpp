@@ -47,6 +47,14 @@ class Logger {
   void write(LogLevel level, std::string_view message) noexcept;
 
   /**
+   * @brief A message that upstream prints on stdout (a retry notice), if `level` is enabled:
+   * `upstream_text` alone on stdout while the log goes to stderr (the default), so that what
+   * reads upstream's output keeps working; a log line of `upstream_text` and then `detail` once
+   * the log goes to a file (`KVIKIO_LOG_FILE`, set_file()).
+   */
+  void notice(LogLevel level, std::string_view upstream_text, std::string_view detail) noexcept;
+
+  /**
    * @brief Sends later lines to `path` (appending), or to stderr if `path` is empty.
    * @return false (and keeps the current sink) if `path` cannot be opened.
    */
