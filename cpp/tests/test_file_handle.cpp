@@ -133,6 +133,32 @@ TEST(FileHandleOpen, CompatModeOffWithoutCufileSaysWhy)
   EXPECT_EQ(on.get_compat_mode_manager().compat_mode_requested(), kvikio::CompatMode::ON);
 }
 
+// A property set is the property got, from any DriverProperties (cuFile without nvidia-fs goes on
+// reporting its starting values).
+TEST(CufileDriver, PropertiesReadBackWhatWasSet)
+{
+  if (!kvikio::detail::is_cufile_usable()) {
+    GTEST_SKIP() << "needs a usable cuFile: " << kvikio::detail::cufile_unusable_reason();
+  }
+  kvikio::DriverProperties props;
+  auto const threshold = props.get_nvfs_poll_thresh_size();
+  for (std::size_t const kb : {std::size_t{1024}, std::size_t{2048}, threshold}) {
+    props.set_nvfs_poll_thresh_size(kb);
+    EXPECT_EQ(props.get_nvfs_poll_thresh_size(), kb);
+    EXPECT_EQ(kvikio::DriverProperties{}.get_nvfs_poll_thresh_size(), kb);
+  }
+  auto const mode = props.get_nvfs_poll_mode();
+  props.set_nvfs_poll_mode(!mode);
+  EXPECT_EQ(kvikio::DriverProperties{}.get_nvfs_poll_mode(), !mode);
+  props.set_nvfs_poll_mode(mode);
+  EXPECT_EQ(props.get_nvfs_poll_mode(), mode);
+  auto const cache = props.get_max_device_cache_size();
+  props.set_max_device_cache_size(cache + 2048);
+  EXPECT_EQ(props.get_max_device_cache_size(), cache + 2048);
+  props.set_max_device_cache_size(cache);
+  EXPECT_EQ(props.get_max_device_cache_size(), cache);
+}
+
 TEST(FileHandleErrors, BadInput)
 {
   TempDir dir;

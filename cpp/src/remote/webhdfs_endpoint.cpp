@@ -40,8 +40,11 @@ std::size_t parse_webhdfs_length(std::string const& json)
   auto const* begin    = json.data() + pos;
   auto const [end, ec] = std::from_chars(begin, json.data() + json.size(), length);
   if (key == std::string::npos || ec != std::errc{} || end == begin) {
-    throw std::runtime_error("KvikIO: WebHDFS GETFILESTATUS answer without a usable \"length\": " +
-                             json.substr(0, 200));
+    // Upstream's words (which name its regular expression), then ours.
+    throw std::runtime_error(
+      "Regular expression search failed. Cannot extract file length from the JSON response. "
+      "[KvikIO: WebHDFS GETFILESTATUS answer without a usable \"length\": " +
+      json.substr(0, 200) + "]");
   }
   return length;
 }

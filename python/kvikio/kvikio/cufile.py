@@ -110,7 +110,8 @@ class CuFile:
     def _async(self, op, buf, stream, size, file_offset, dev_offset, writable) -> IOFutureStream:
         b = as_buffer(buf, writable=writable)
         if not b.is_device:
-            raise ValueError("stream-ordered I/O needs device memory (__cuda_array_interface__)")
+            raise ValueError("Non-CUDA buffers not supported (stream-ordered I/O needs device "
+                             "memory: __cuda_array_interface__)")
         what = "read_async" if writable else "write_async"
         n = size_of(b, size, what)
         dev_offset = unsigned(what, "dev_offset", dev_offset)

@@ -149,3 +149,20 @@ def test_torch_tensor(data_file):
     assert np.array_equal(t.cpu().numpy(), content)
     with pytest.raises(ValueError, match="non-contiguous"):
         kvikio.CuFile(path).read(t[: content.size // 1024 * 1024].view(-1, 1024)[:, ::2])
+
+
+def test_driver_properties_read_back_what_was_set():
+    """A property set is the property got, nested sets undone in order (cuFile without nvidia-fs
+    goes on reporting its starting values)."""
+    import kvikio.cufile_driver as driver
+    try:
+        before = driver.get("poll_thresh_size")
+    except RuntimeError as e:
+        pytest.skip(f"needs a usable cuFile: {e}")
+    with driver.set("poll_thresh_size", 1024):
+        assert driver.get("poll_thresh_size") == 1024
+        with driver.set({"poll_thresh_size": 2048, "max_device_cache_size": 4096}):
+            assert driver.get("poll_thresh_size") == 2048
+            assert driver.get("max_device_cache_size") == 4096
+        assert driver.get("poll_thresh_size") == 1024
+    assert driver.get("poll_thresh_size") == before

@@ -32,7 +32,10 @@ class DriverInitializer {
 
 /**
  * @brief Properties of the cuFile driver, read when asked. Sizes are in KiB as cuFile reports
- * them unless the name says bytes. Every getter throws kvikio::CUfileException without cuFile.
+ * them unless the name says bytes. A value set through a setter (of any DriverProperties: the
+ * driver is the process's) is what its getter reports from then on, as upstream's do, even where
+ * cuFile goes on reporting its starting value. Every getter throws kvikio::CUfileException
+ * without cuFile.
  */
 class DriverProperties {
  public:

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include <kvikio/detail/logger.hpp>
@@ -17,13 +19,53 @@
 namespace kvikio {
 namespace {
 
+// What this process set through the setters. cuFile applies a setting but may go on reporting
+// the value it started with (without nvidia-fs it does), so a getter reports what was set, as
+// upstream's DriverProperties does from its copy.
+struct SetValues {
+  std::mutex mutex;
+  std::optional<bool> poll_mode;
+  std::optional<std::size_t> poll_thresh_size;
+  std::optional<std::size_t> max_device_cache_size;
+  std::optional<std::size_t> max_pinned_memory_size;
+};
+
+SetValues& set_values()
+{
+  static SetValues values;
+  return values;
+}
+
+// The driver's report, with what was set in place of what it reports.
 CUfileDrvProps_t properties()
 {
   KVIKIO_EXPECT(detail::is_cufile_usable(),
                 "cuFile is not usable: " + detail::cufile_unusable_reason());
   CUfileDrvProps_t props{};
   KVIKIO_CUFILE_TRY(cuFileAPI::instance().DriverGetProperties(&props));
+  auto& set = set_values();
+  std::lock_guard const lock{set.mutex};
+  if (set.poll_mode) {
+    unsigned int const bit = 1U << CU_FILE_USE_POLL_MODE;
+    props.nvfs.dcontrolflags =
+      *set.poll_mode ? (props.nvfs.dcontrolflags | bit) : (props.nvfs.dcontrolflags & ~bit);
+  }
+  if (set.poll_thresh_size) { props.nvfs.poll_thresh_size = *set.poll_thresh_size; }
+  if (set.max_device_cache_size) { props.max_device_cache_size = *set.max_device_cache_size; }
+  if (set.max_pinned_memory_size) {
+    props.max_device_pinned_mem_size = *set.max_pinned_memory_size;
+  }
   return props;
+}
+
+// Makes the driver call `apply` and, if it succeeded, records `value` in `slot`.
+template <typename T, typename Apply>
+void set_and_remember(std::optional<T> SetValues::*slot, T value, Apply apply)
+{
+  KVIKIO_CUFILE_TRY(apply());
+  auto& set = set_values();
+  std::lock_guard const lock{set.mutex};
+  set.*slot = value;
 }
 
 template <typename F>
@@ -100,14 +142,15 @@ std::size_t DriverProperties::get_nvfs_poll_thresh_size()
 void DriverProperties::set_nvfs_poll_mode(bool enable)
 {
   auto const threshold = get_nvfs_poll_thresh_size();
-  KVIKIO_CUFILE_TRY(
-    require(cuFileAPI::instance().DriverSetPollMode, "cuFileDriverSetPollMode")(enable, threshold));
+  auto const set_poll = require(cuFileAPI::instance().DriverSetPollMode, "cuFileDriverSetPollMode");
+  set_and_remember(&SetValues::poll_mode, enable, [&] { return set_poll(enable, threshold); });
 }
 void DriverProperties::set_nvfs_poll_thresh_size(std::size_t size_in_kb)
 {
-  auto const mode = get_nvfs_poll_mode();
-  KVIKIO_CUFILE_TRY(
-    require(cuFileAPI::instance().DriverSetPollMode, "cuFileDriverSetPollMode")(mode, size_in_kb));
+  auto const mode     = get_nvfs_poll_mode();
+  auto const set_poll = require(cuFileAPI::instance().DriverSetPollMode, "cuFileDriverSetPollMode");
+  set_and_remember(
+    &SetValues::poll_thresh_size, size_in_kb, [&] { return set_poll(mode, size_in_kb); });
 }
 std::size_t DriverProperties::get_max_device_cache_size()
 {
@@ -116,8 +159,10 @@ std::size_t DriverProperties::get_max_device_cache_size()
 void DriverProperties::set_max_device_cache_size(std::size_t size_in_kb)
 {
   (void)properties();  // usable, or a clear error
-  KVIKIO_CUFILE_TRY(require(cuFileAPI::instance().DriverSetMaxCacheSize,
-                            "cuFileDriverSetMaxCacheSize")(size_in_kb));
+  auto const set_size =
+    require(cuFileAPI::instance().DriverSetMaxCacheSize, "cuFileDriverSetMaxCacheSize");
+  set_and_remember(
+    &SetValues::max_device_cache_size, size_in_kb, [&] { return set_size(size_in_kb); });
 }
 std::size_t DriverProperties::get_per_buffer_cache_size()
 {
@@ -130,8 +175,10 @@ std::size_t DriverProperties::get_max_pinned_memory_size()
 void DriverProperties::set_max_pinned_memory_size(std::size_t size_in_kb)
 {
   (void)properties();
-  KVIKIO_CUFILE_TRY(require(cuFileAPI::instance().DriverSetMaxPinnedMemSize,
-                            "cuFileDriverSetMaxPinnedMemSize")(size_in_kb));
+  auto const set_size =
+    require(cuFileAPI::instance().DriverSetMaxPinnedMemSize, "cuFileDriverSetMaxPinnedMemSize");
+  set_and_remember(
+    &SetValues::max_pinned_memory_size, size_in_kb, [&] { return set_size(size_in_kb); });
 }
 std::vector<CUfileDriverControlFlags> DriverProperties::get_nvfs_statusflags()
 {
