@@ -19,6 +19,7 @@
 #include <mutex>
 #include <utility>
 #include <vector>
+#include <kvikio/defaults.hpp>
 
 namespace kvikio {
 

@@ -23,6 +23,9 @@
 
 #include <kvikio/compat_mode.hpp>
 #include <kvikio/detail/env.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/http_status_codes.hpp>
+#include <kvikio/shim/cufile.hpp>
 #include <kvikio/threadpool_wrapper.hpp>
 
 namespace kvikio {

@@ -22,6 +22,7 @@
 
 #include <cuda.h>
 
+#include <kvikio/shim/cuda.hpp>
 #include <kvikio/shim/cufile_h_wrapper.hpp>
 
 namespace kvikio {

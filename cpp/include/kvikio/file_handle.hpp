@@ -21,12 +21,17 @@
 
 #include <cuda.h>
 
+#include <kvikio/buffer.hpp>
 #include <kvikio/compat_mode.hpp>
 #include <kvikio/compat_mode_manager.hpp>
-#include <kvikio/file_utils.hpp>
+#include <kvikio/cufile/config.hpp>
 #include <kvikio/defaults.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/file_utils.hpp>
+#include <kvikio/shim/cufile.hpp>
 #include <kvikio/stream.hpp>
 #include <kvikio/threadpool_wrapper.hpp>
+#include <kvikio/utils.hpp>
 
 namespace kvikio {
 

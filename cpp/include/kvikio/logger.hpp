@@ -13,3 +13,4 @@
  */
 
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/shim/utils.hpp>

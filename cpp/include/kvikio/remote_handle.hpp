@@ -24,8 +24,10 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/curl.hpp>
+#include <kvikio/error.hpp>
 #include <kvikio/stream.hpp>
 #include <kvikio/threadpool_wrapper.hpp>
+#include <kvikio/utils.hpp>
 
 namespace kvikio {
 

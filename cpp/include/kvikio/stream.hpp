@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include <cuda.h>
+#include <kvikio/shim/cuda.hpp>
 
 namespace kvikio {
 

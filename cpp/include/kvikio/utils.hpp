@@ -28,6 +28,7 @@
 
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
+#include <kvikio/shim/cuda.hpp>
 
 namespace kvikio {
 

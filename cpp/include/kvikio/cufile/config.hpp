@@ -9,6 +9,7 @@
  */
 
 #include <string>
+#include <kvikio/utils.hpp>
 
 namespace kvikio {
 

@@ -17,6 +17,7 @@
 #include <string>
 
 #include <cuda.h>
+#include <kvikio/shim/utils.hpp>
 
 namespace kvikio {
 

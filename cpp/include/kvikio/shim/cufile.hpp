@@ -12,6 +12,7 @@
 #include <string>
 
 #include <kvikio/shim/cufile_h_wrapper.hpp>
+#include <kvikio/shim/utils.hpp>
 
 namespace kvikio {
 

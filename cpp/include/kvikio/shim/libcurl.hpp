@@ -12,6 +12,7 @@
 #include <string>
 
 #include <kvikio/detail/curl.hpp>
+#include <kvikio/error.hpp>
 
 /// @brief A pooled easy handle that knows where it was created (`auto curl =
 /// create_curl_handle();`), as upstream spells it.
