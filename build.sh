@@ -137,9 +137,9 @@ format_check() {
 }
 
 downstream_check() {
-  step "Installed package used by cpp/examples/downstream"
+  step "Installed package used by cpp/examples/downstream (and each installed header alone)"
   cmake --install "$BUILD_ROOT/release" >/dev/null
-  cmake -S cpp/examples/downstream -B "$BUILD_ROOT/downstream" -G Ninja \
+  cmake -S cpp/examples/downstream -B "$BUILD_ROOT/downstream" -G Ninja "${launcher[@]}" \
     -DCMAKE_PREFIX_PATH="$BUILD_ROOT/install" >/dev/null
   cmake --build "$BUILD_ROOT/downstream" -j "$JOBS"
   "$BUILD_ROOT/downstream/downstream"
