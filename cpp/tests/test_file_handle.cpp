@@ -354,6 +354,87 @@ TEST(FileHandleDirect, DirectDescriptorOnDiskBackedFiles)
   EXPECT_NE(f.fd(true), f.fd());
 }
 
+// Upstream's detail::posix_host_io, which its tests call: every split (unaligned head, whole pages
+// from aligned and unaligned buffers, short tail), reads and writes, with and without an O_DIRECT
+// descriptor, against plain pread; partial transfers stop after one piece; a bad descriptor and a
+// read past the end fail in upstream's words.
+TEST(PosixHostIo, UpstreamsEntryPoint)
+{
+  using kvikio::detail::IOOperationType;
+  using kvikio::detail::PartialIO;
+  using kvikio::detail::posix_host_io;
+  TempDir dir;
+  auto const path        = dir.file("f");
+  std::size_t const page = kvikio::get_page_size();
+  auto content           = pattern(6 * page + 123, 21);
+  write_file(path, content);
+  int const fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  int const fd_direct = ::open(path.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
+  std::vector<int> direct_fds{-1};
+  if (fd_direct >= 0) { direct_fds.push_back(fd_direct); }
+  struct Case {
+    std::size_t offset, size, misalign;
+  };
+  std::vector<Case> const cases{{0, 5 * page, 0},
+                                {1, 5 * page, 0},
+                                {page, 3 * page, 0},
+                                {page, 3 * page, 1},
+                                {7, 5 * page + 100, 3},
+                                {2 * page, page - 1, 0}};
+  auto* base = static_cast<std::uint8_t*>(std::aligned_alloc(page, 9 * page));
+  ASSERT_NE(base, nullptr);
+  for (int const direct : direct_fds) {
+    for (auto const& c : cases) {
+      std::memset(base, poison, 9 * page);
+      std::uint8_t* dst = base + page + c.misalign;
+      EXPECT_EQ(
+        (posix_host_io<IOOperationType::READ, PartialIO::NO>(fd, dst, c.size, c.offset, direct)),
+        static_cast<ssize_t>(c.size));
+      EXPECT_EQ(std::memcmp(dst, content.data() + c.offset, c.size), 0)
+        << "direct " << direct << " offset " << c.offset << " size " << c.size;
+      for (std::uint8_t* p = base; p < dst; ++p) {
+        ASSERT_EQ(*p, poison) << "written before the destination";
+      }
+      for (std::uint8_t* p = dst + c.size; p < base + 9 * page; ++p) {
+        ASSERT_EQ(*p, poison) << "written after the destination";
+      }
+    }
+    // One piece only: the unaligned head when direct, everything asked for otherwise.
+    std::size_t const got =
+      posix_host_io<IOOperationType::READ, PartialIO::YES>(fd, base + page, 3 * page, 1, direct);
+    EXPECT_EQ(got, direct == -1 ? 3 * page : page - 1);
+    EXPECT_EQ(std::memcmp(base + page, content.data() + 1, got), 0);
+    // Writes, read back with plain pread.
+    auto const fresh = pattern(4 * page + 10, direct == -1 ? 22 : 23);
+    std::memcpy(base + page + 5, fresh.data(), fresh.size());
+    EXPECT_EQ((posix_host_io<IOOperationType::WRITE, PartialIO::NO>(
+                fd, base + page + 5, fresh.size(), 3, direct)),
+              static_cast<ssize_t>(fresh.size()));
+    std::memcpy(content.data() + 3, fresh.data(), fresh.size());
+    EXPECT_EQ(read_file(path), content);
+  }
+  std::free(base);
+  std::vector<std::uint8_t> buf(page + 1);
+  try {
+    (void)posix_host_io<IOOperationType::READ, PartialIO::YES>(fd, buf.data() + 1, page, 0, -2);
+    ADD_FAILURE() << "a bad O_DIRECT descriptor was accepted";
+  } catch (kvikio::CUfileException const& e) {
+    EXPECT_NE(std::string{e.what()}.find("POSIX error: Operation not permitted"), std::string::npos)
+      << e.what();
+  }
+  try {
+    (void)posix_host_io<IOOperationType::READ, PartialIO::NO>(
+      fd, buf.data(), 100, content.size() - 50);
+    ADD_FAILURE() << "a read past the end was accepted";
+  } catch (kvikio::CUfileException const& e) {
+    EXPECT_NE(std::string{e.what()}.find("POSIX error on pread: EOF"), std::string::npos)
+      << e.what();
+  }
+  if (fd_direct >= 0) { ::close(fd_direct); }
+  ::close(fd);
+}
+
 TEST(FileHandleThreads, ManyConcurrentCallersOnOneHandle)
 {
   TempDir dir;

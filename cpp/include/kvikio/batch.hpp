@@ -14,8 +14,9 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
+#include <ctime>
 #include <future>
 #include <memory>
 #include <vector>

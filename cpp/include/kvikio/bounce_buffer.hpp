@@ -17,6 +17,7 @@
 
 #include <kvikio/event.hpp>
 #include <mutex>
+#include <stack>
 #include <utility>
 #include <vector>
 #include <kvikio/defaults.hpp>

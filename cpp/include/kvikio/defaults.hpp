@@ -15,7 +15,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
+#include <sstream>
 #include <string_view>
 #include <tuple>
 #include <type_traits>

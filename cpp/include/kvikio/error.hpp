@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <cerrno>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <string_view>

@@ -14,9 +14,10 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdlib>
 #include <exception>
-#include <memory>
 #include <future>
+#include <memory>
 #include <string>
 
 #include <cuda.h>

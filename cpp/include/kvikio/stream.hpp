@@ -11,9 +11,11 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <tuple>
+#include <utility>
 
 #include <cuda.h>
 #include <kvikio/shim/cuda.hpp>

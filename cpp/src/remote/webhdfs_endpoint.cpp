@@ -8,20 +8,36 @@
 #include <string>
 
 #include <kvikio/detail/env.hpp>
+#include <kvikio/detail/remote_callback.hpp>
 #include <kvikio/detail/url.hpp>
 #include <kvikio/error.hpp>
 
 #include "retry_rule.hpp"
 
 namespace kvikio {
+namespace detail {
+
+std::size_t callback_get_string_response(char* data,
+                                         std::size_t size,
+                                         std::size_t num_bytes,
+                                         void* userdata) noexcept
+{
+  try {
+    static_cast<std::string*>(userdata)->append(data, size * num_bytes);
+  } catch (...) {
+    return 0;
+  }
+  return size * num_bytes;
+}
+
+}  // namespace detail
 namespace {
 
 std::size_t collect(char* data, std::size_t size, std::size_t nmemb, void* out) noexcept
 {
-  auto* text = static_cast<std::string*>(out);
-  if (text->size() > (1 << 20)) { return 0; }  // a file status is small: refuse a flood
-  text->append(data, size * nmemb);
-  return size * nmemb;
+  // A file status is small: refuse a flood.
+  if (static_cast<std::string*>(out)->size() > (1 << 20)) { return 0; }
+  return detail::callback_get_string_response(data, size, nmemb, out);
 }
 
 }  // namespace

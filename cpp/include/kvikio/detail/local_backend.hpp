@@ -57,6 +57,15 @@ class ChunkCursor {
 /// `fd` (naming the file's size), for every local backend.
 [[noreturn]] void throw_read_past_end(int fd, std::size_t size, std::size_t offset);
 
+/// @brief One `pread` (`read`) or `pwrite` of at most `size` bytes at `offset`, retried on EINTR.
+/// @return What the call returned (0 at the end of the file).
+/// @throws kvikio::GenericSystemError naming the call, the descriptor, the size and the offset.
+std::size_t transfer_once(bool read, int fd, void* buf, std::size_t size, std::size_t offset);
+
+/// @brief This thread's page-aligned buffer for O_DIRECT transfers of unaligned user buffers;
+/// `size` receives its size (the bounce buffer size rounded to whole pages).
+std::byte* aligned_scratch(std::size_t& size);
+
 /// @brief An open file as the backends see it, for one transfer.
 struct LocalFile {
   int fd{-1};                      ///< the page-cache descriptor

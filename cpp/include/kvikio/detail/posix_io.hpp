@@ -9,11 +9,63 @@
  * retried on EINTR and short transfers.
  */
 
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+
 #include <kvikio/detail/local_backend.hpp>
 
 namespace kvikio::detail {
 
 /// @brief The POSIX backend, for host and device memory (one object for the process).
 StagedBackend& posix_backend() noexcept;
+
+/// @brief Upstream's direction of a posix_host_io() transfer.
+enum class IOOperationType : std::uint8_t {
+  READ,   ///< `pread`
+  WRITE,  ///< `pwrite`
+};
+
+/// @brief Whether posix_host_io() returns after its first system call that moved bytes (YES) or
+/// moves all of them (NO).
+enum class PartialIO : std::uint8_t {
+  YES,
+  NO,
+};
+
+/// @brief What posix_host_io() runs: `read` for IOOperationType::READ, `partial` for
+/// PartialIO::YES.
+std::size_t posix_host_transfer(bool read,
+                                bool partial,
+                                int fd_direct_off,
+                                void* buf,
+                                std::size_t count,
+                                std::size_t offset,
+                                int fd_direct_on);
+
+/**
+ * @brief Upstream's host-memory transfer with opportunistic O_DIRECT, one piece at a time: with
+ * `fd_direct_on` -1 everything goes through `fd_direct_off` (the page cache); otherwise an
+ * unaligned head up to the next page boundary and a tail shorter than a page go through
+ * `fd_direct_off`, and whole pages at aligned offsets through `fd_direct_on` (straight from
+ * `buf` when it is page aligned, else through a page-aligned buffer of this thread).
+ * @return The bytes moved: all `count` with PartialIO::NO, those of the first call with YES.
+ * @throws kvikio::CUfileException in upstream's words ("POSIX error: Operation not permitted"
+ * for a bad descriptor, "POSIX error on pread: EOF", "POSIX error on pread: <reason>"), followed
+ * by the call that failed.
+ */
+template <IOOperationType Operation, PartialIO PartialIOStatus>
+ssize_t posix_host_io(
+  int fd_direct_off, void const* buf, std::size_t count, std::size_t offset, int fd_direct_on = -1)
+{
+  return static_cast<ssize_t>(posix_host_transfer(Operation == IOOperationType::READ,
+                                                  PartialIOStatus == PartialIO::YES,
+                                                  fd_direct_off,
+                                                  const_cast<void*>(buf),
+                                                  count,
+                                                  offset,
+                                                  fd_direct_on));
+}
 
 }  // namespace kvikio::detail

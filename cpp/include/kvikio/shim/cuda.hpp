@@ -13,7 +13,9 @@
  * needs a GPU throws, saying that no CUDA driver was found.
  */
 
+#include <any>
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include <cuda.h>

@@ -9,6 +9,7 @@
  * upstream's `create_curl_handle()`.
  */
 
+#include <sstream>
 #include <string>
 
 #include <kvikio/detail/curl.hpp>

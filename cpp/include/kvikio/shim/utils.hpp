@@ -12,6 +12,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #if (defined(__GNUC__) || defined(__clang__))
 /// @brief Marks a symbol as exported from libkvikio.

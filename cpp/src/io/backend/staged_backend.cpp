@@ -35,7 +35,8 @@ std::string file_size_text(int fd)
   return ::fstat(fd, &st) == 0 ? std::to_string(st.st_size) : std::string{"unknown"};
 }
 
-// One pread/pwrite, retried on EINTR. Returns what the call returned (0 at end of file).
+}  // namespace
+
 std::size_t transfer_once(bool read, int fd, void* buf, std::size_t size, std::size_t offset)
 {
   while (true) {
@@ -52,7 +53,6 @@ std::size_t transfer_once(bool read, int fd, void* buf, std::size_t size, std::s
   }
 }
 
-// A page-aligned buffer of this thread, for O_DIRECT with unaligned user buffers.
 std::byte* aligned_scratch(std::size_t& size)
 {
   struct Free {
@@ -70,8 +70,6 @@ std::byte* aligned_scratch(std::size_t& size)
   size = buffer_size;
   return buffer.get();
 }
-
-}  // namespace
 
 void throw_read_past_end(int fd, std::size_t size, std::size_t offset)
 {
