@@ -49,6 +49,32 @@ if [[ ${PY:-0} == 1 ]]; then
     >"$OUT/pytest.log" 2>&1 || status=1
   tail -n 15 "$OUT/pytest.log"
 fi
+# Upstream's own tests (UPSTREAM=1, after PY=1's install; ci/upstream-tests.sh prepares them in
+# .device-run/upstream-tests): each C++ test program built against upstream's library and against
+# ours, run in turn (WebHDFS ones against the project's WebHDFS test server on upstream's port),
+# then upstream's Python suite against our package. Results: $OUT/upstream-cpp.txt (program,
+# library, exit status, GoogleTest's summary) and $OUT/upstream-pytest.log.
+if [[ ${UPSTREAM:-0} == 1 ]]; then
+  up=$root/.device-run/upstream-tests
+  mkdir -p "$OUT/upstream-cpp" /tmp/webhdfs-root
+  python3 cpp/tests/servers/webhdfs.py 9870 /tmp/webhdfs-root >"$OUT/webhdfs.log" 2>&1 &
+  webhdfs=$!
+  for program in "$up"/ours/*; do
+    name=$(basename "$program")
+    for side in upstream ours; do
+      [[ -x $up/$side/$name ]] || { echo "$name $side not-built"; continue; }
+      (cd /tmp && KVIKIO_WEBHDFS_USERNAME=kvikio timeout 300 "$up/$side/$name") \
+        >"$OUT/upstream-cpp/$side-$name.log" 2>&1
+      rc=$?
+      echo "$name $side rc=$rc $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/upstream-cpp/$side-$name.log" |
+        tr -s ' ' | tr '\n' ' ')"
+    done
+  done | tee "$OUT/upstream-cpp.txt"
+  kill "$webhdfs" 2>/dev/null
+  (cd "$up/python" && timeout 420 python3 -m pytest -q -p no:cacheprovider -rfEs \
+    --continue-on-collection-errors .) >"$OUT/upstream-pytest.log" 2>&1
+  tail -n 40 "$OUT/upstream-pytest.log"
+fi
 if [[ ${DEMO:-1} == 1 ]]; then
   timeout 120 build/release/cpp/examples/basic_io --size 4294967296 --dir /tmp 2>&1 | tee "$OUT/demo.log" \
     || status=1

@@ -7,6 +7,10 @@
 GET /webhdfs/v1/<path>?op=GETFILESTATUS          -> {"FileStatus": {..., "length": N, ...}}
 GET /webhdfs/v1/<path>?op=OPEN[&offset=&length=] -> 307 to /datanode/<path>?offset=&length=
 GET /datanode/<path>?offset=&length=             -> the bytes (as a data node would send them)
+GET /webhdfs/v1/?op=GETHOMEDIRECTORY              -> {"Path": "/user/<user.name>"}
+PUT /webhdfs/v1/<path>?op=CREATE                  -> 307 to /datanode/<path>?op=CREATE
+PUT /datanode/<path>?op=CREATE (the body)         -> 201, the file written
+DELETE /webhdfs/v1/<path>?op=DELETE               -> {"boolean": true|false}
 Missing files answer 404 with a RemoteException, as Hadoop does. Prints "ready <port>" once
 listening (PORT 0: a free port of the kernel's choosing).
 """
@@ -44,9 +48,48 @@ class Handler(BaseHTTPRequestHandler):
                                                "message": f"File does not exist: {path}"}}).encode()
         self._reply(404, body)
 
+    def _request(self, prefix):
+        """(path below `prefix`, its file under ROOT, the query) of this request; None if the
+        request is not under `prefix` or its path leaves ROOT."""
+        url = urlsplit(self.path)
+        if not url.path.startswith(prefix):
+            return None
+        path = unquote(url.path[len(prefix):])
+        local = os.path.normpath(os.path.join(ROOT, path))
+        if local != os.path.normpath(ROOT) and not local.startswith(os.path.normpath(ROOT) + os.sep):
+            return None
+        return path, local, {k: v[-1] for k, v in parse_qs(url.query).items()}
+
+    def do_PUT(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(length) if length > 0 else b""
+        name_node = self._request("/webhdfs/v1/")
+        if name_node and name_node[2].get("op", "").upper() == "CREATE":
+            location = f"http://127.0.0.1:{PORT}/datanode/{name_node[0]}?op=CREATE"
+            return self._reply(307, b"", headers=[("Location", location)])
+        data_node = self._request("/datanode/")
+        if data_node and data_node[2].get("op", "").upper() == "CREATE":
+            os.makedirs(os.path.dirname(data_node[1]), exist_ok=True)
+            with open(data_node[1], "wb") as f:
+                f.write(body)
+            return self._reply(201, b"", headers=[("Location", "hdfs://" + data_node[0])])
+        self._reply(400, b'{"RemoteException":{"message":"unsupported PUT"}}')
+
+    def do_DELETE(self):
+        request = self._request("/webhdfs/v1/")
+        if request and request[2].get("op", "").upper() == "DELETE":
+            existed = os.path.isfile(request[1])
+            if existed:
+                os.remove(request[1])
+            return self._reply(200, json.dumps({"boolean": existed}).encode())
+        self._reply(400, b'{"RemoteException":{"message":"unsupported DELETE"}}')
+
     def do_GET(self):
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        if url.path.startswith("/webhdfs/v1/") and query.get("op", "").upper() == "GETHOMEDIRECTORY":
+            home = {"Path": "/user/" + query.get("user.name", "hdfs")}
+            return self._reply(200, json.dumps(home).encode())
         if url.path.startswith("/webhdfs/v1/"):
             path = unquote(url.path[len("/webhdfs/v1/"):])
             local = os.path.join(ROOT, path)
