@@ -55,7 +55,6 @@ TEST(RemoteEndpoints, UrlForms)
   }
   for (auto url : {"https://s3.amazonaws.com/b",
                    "https://s3.amazonaws.com/b/",
-                   "https://b.s3.us-east-1.amazonaws.com/",
                    "https://amazonaws.com/b/o",
                    "https://b.s3.us.east.amazonaws.com/o",
                    "https://example.com/b/o",
@@ -63,6 +62,11 @@ TEST(RemoteEndpoints, UrlForms)
     EXPECT_FALSE(kvikio::S3Endpoint::is_url_valid(url)) << url;
     EXPECT_EQ(kvikio::infer_remote_endpoint_type(url), RemoteEndpointType::HTTP) << url;
   }
+  // No object and no file: no type takes it (upstream's HTTP needs a path, as ours).
+  EXPECT_FALSE(kvikio::S3Endpoint::is_url_valid("https://b.s3.us-east-1.amazonaws.com/"));
+  EXPECT_FALSE(kvikio::HttpEndpoint::is_url_valid("https://b.s3.us-east-1.amazonaws.com/"));
+  EXPECT_THROW((void)kvikio::infer_remote_endpoint_type("https://b.s3.us-east-1.amazonaws.com/"),
+               std::runtime_error);
   EXPECT_FALSE(kvikio::S3Endpoint::is_url_valid(
     "https://b.s3.amazonaws.com/o?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=abc"));
   EXPECT_EQ(kvikio::infer_remote_endpoint_type(

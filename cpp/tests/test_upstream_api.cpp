@@ -601,7 +601,8 @@ TEST(UpstreamApi, UrlParserBuilderEncoder)
   EXPECT_EQ(UrlEncoder::encode_path("/keep-me_~.", "e"), "/k%65%65p-m%65_~.");
   // UTF-8 is not in the default set: it passes through unchanged; control bytes do not.
   EXPECT_EQ(UrlEncoder::encode_path("/caf\xC3\xA9 x\x01"), "/caf\xC3\xA9%20x%01");
-  EXPECT_EQ(UrlEncoder::encode_path("/\xC3\xA9", "\xC3"), "/%C3\xA9");
+  // A byte beyond ASCII that the set names is dropped, as upstream's table does.
+  EXPECT_EQ(UrlEncoder::encode_path("/\xC3\xA9", "\xC3"), "/\xA9");
 }
 
 TEST(UpstreamApi, RemoteEnumsAndInference)

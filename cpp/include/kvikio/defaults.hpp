@@ -179,16 +179,22 @@ RemoteReactorDispatch parse_reactor_dispatch(std::string_view name, std::string_
 }  // namespace detail
 
 /**
- * @brief Reads `env_var_name` as a `T`, or returns `default_val` if it is unset.
- * @throws std::invalid_argument if it is set to something that is not a `T`.
+ * @brief Reads `env_var_name` as a `T` (surrounding white space ignored), or returns
+ * `default_val` if it is unset. Set to nothing, it is the empty string for `std::string` and an
+ * error for any other type (as upstream's).
+ * @throws std::invalid_argument "unknown config value NAME=VALUE ..." if it is set to something
+ * that is not a `T`, empty included.
  */
 template <typename T>
 T getenv_or(std::string_view env_var_name, T default_val);
 
 /**
- * @brief Reads the first set variable of `env_var_names` (aliases of one setting).
+ * @brief Reads `env_var_names`, aliases of one setting (upstream's contract): those that are set
+ * must hold the same text, and the last of them is read as getenv_or() reads one name.
  * @return (the variable read or "", its value or `default_val`, whether one was set)
- * @throws std::invalid_argument if a value is invalid or two aliases are set differently.
+ * @throws std::invalid_argument if `env_var_names` is empty, if two set aliases differ
+ * ("Environment variable B (20) has already been set by its alias A (10) with a different
+ * value."), or if the value is not a `T`.
  */
 template <typename T>
 std::tuple<std::string_view, T, bool> getenv_or(

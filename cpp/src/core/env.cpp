@@ -11,7 +11,6 @@
 #include <string>
 
 namespace kvikio::detail {
-namespace {
 
 std::string_view trim(std::string_view s) noexcept
 {
@@ -24,6 +23,8 @@ std::string_view trim(std::string_view s) noexcept
   }
   return s;
 }
+
+namespace {
 
 // Upstream's wording first, then what was expected.
 [[noreturn]] void invalid(std::string_view name, std::string_view value, std::string_view expected)

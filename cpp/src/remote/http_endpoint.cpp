@@ -48,7 +48,8 @@ bool HttpEndpoint::is_url_valid(std::string const& url) noexcept
 {
   try {
     auto const parsed = detail::parse_url(url);
-    return parsed.scheme == "http" || parsed.scheme == "https";
+    // As upstream: a file to read, not only a server.
+    return (parsed.scheme == "http" || parsed.scheme == "https") && parsed.path.size() > 1;
   } catch (...) {
     return false;
   }

@@ -175,10 +175,14 @@ RemoteHandle RemoteHandle::open(std::string const& url,
     KVIKIO_EXPECT(is_allowed(type),
                   upstream_type_name(type) + " is not in the allowlist. (" + url + ")",
                   std::runtime_error);
-    // S3-compatible servers (MinIO, s3rver) are not on amazonaws.com: explicit S3 takes them.
-    bool const valid = detail::is_url_valid_for(type, url) ||
-                       ((type == RemoteEndpointType::S3 || type == RemoteEndpointType::S3_PUBLIC) &&
-                        HttpEndpoint::is_url_valid(url));
+    // S3-compatible servers (MinIO, s3rver) are not on amazonaws.com: explicit S3 takes their
+    // http(s) URLs too (upstream takes them only as s3:// with AWS_ENDPOINT_URL), but not a URL
+    // of another kind (a presigned URL, a WebHDFS one), which upstream refuses as we do.
+    bool const s3_compatible =
+      (type == RemoteEndpointType::S3 || type == RemoteEndpointType::S3_PUBLIC) &&
+      HttpEndpoint::is_url_valid(url) && !S3EndpointWithPresignedUrl::is_url_valid(url) &&
+      !WebHdfsEndpoint::is_url_valid(url);
+    bool const valid = detail::is_url_valid_for(type, url) || s3_compatible;
     KVIKIO_EXPECT(valid,
                   "Invalid URL for " + upstream_type_name(type) + " endpoint: \"" + url + "\"",
                   std::runtime_error);

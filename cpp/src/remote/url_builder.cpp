@@ -10,9 +10,13 @@
 namespace kvikio::detail {
 namespace {
 
+// Upstream's words (with libcurl's reason), then what failed.
 [[noreturn]] void fail(std::string const& what, CURLUcode code)
 {
-  throw std::runtime_error("KvikIO: " + what + ": " + curl_url_strerror(code));
+  char const* reason = curl_url_strerror(code);
+  throw std::runtime_error(std::string{"KvikIO detects an URL error: "} +
+                           (reason != nullptr ? reason : "(no message)") + " [KvikIO: " + what +
+                           "]");
 }
 
 }  // namespace
@@ -181,9 +185,11 @@ std::string UrlEncoder::encode_path(std::string_view path, std::string_view char
   out.reserve(path.size());
   for (char c : path) {
     auto const byte = static_cast<unsigned char>(c);
-    // Bytes not in the set pass through, UTF-8 included, as upstream's do. (Upstream drops a
-    // non-ASCII byte that is in the set; it is encoded here, as dropping it changes the path.)
+    // Bytes not in the set pass through, UTF-8 included. A byte of the set beyond ASCII is
+    // dropped: upstream's table covers ASCII only and encodes those to nothing, and its tests
+    // hold that (the default set, AWS's, is all ASCII).
     if (chars_to_encode.find(c) != std::string_view::npos) {
+      if (byte > 0x7F) { continue; }
       out += '%';
       out += hex[byte >> 4];
       out += hex[byte & 0xF];

@@ -98,7 +98,8 @@ bool WebHdfsEndpoint::is_url_valid(std::string const& url) noexcept
 {
   try {
     auto const parsed = detail::parse_url(url);
-    return (parsed.scheme == "http" || parsed.scheme == "https") &&
+    // As upstream: a name node's port given, and a file after /webhdfs/v1/.
+    return (parsed.scheme == "http" || parsed.scheme == "https") && parsed.port.has_value() &&
            parsed.path.rfind("/webhdfs/v1/", 0) == 0 && parsed.path.size() > 12;
   } catch (...) {
     return false;

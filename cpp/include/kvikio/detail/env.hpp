@@ -21,6 +21,9 @@
 
 namespace kvikio::detail {
 
+/// @brief `s` without leading and trailing white space.
+[[nodiscard]] std::string_view trim(std::string_view s) noexcept;
+
 /**
  * @brief The value of an environment variable, with surrounding white space removed.
  *

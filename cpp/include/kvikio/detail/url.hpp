@@ -179,7 +179,8 @@ class UrlEncoder {
 
   /**
    * @brief `path` with each byte of `chars_to_encode` replaced by `%XX` (upper-case hex); other
-   * bytes (UTF-8 included) pass through unchanged.
+   * bytes (UTF-8 included) pass through unchanged. As upstream's: a byte of `chars_to_encode`
+   * beyond ASCII (0x80-0xFF) is dropped, not encoded.
    */
   static std::string encode_path(std::string_view path,
                                  std::string_view chars_to_encode = std::string_view{
