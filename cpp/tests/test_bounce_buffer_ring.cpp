@@ -89,7 +89,9 @@ TEST_P(RingDepth, RandomReadsAndWritesAreByteExact)
 INSTANTIATE_TEST_SUITE_P(K,
                          RingDepth,
                          ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8),
-                         [](auto const& info) { return "k" + std::to_string(info.param); });
+                         [](auto const& info) {
+                           return std::to_string(info.param).insert(0, 1, 'k');
+                         });
 
 TEST_F(OnDevice, RingSlotsShareOneBufferAndPinnedMemoryIsBounded)
 {
@@ -109,6 +111,31 @@ TEST_F(OnDevice, RingSlotsShareOneBufferAndPinnedMemoryIsBounded)
   EXPECT_EQ(pool.num_free_buffers(), 2U);
   EXPECT_THROW(kvikio::BounceBufferRing<>{0}, std::invalid_argument);
   EXPECT_THROW((kvikio::BounceBufferRing<>{4, 0}), std::invalid_argument);
+}
+
+// A buffer that comes back after the size setting changed is freed, not kept for later gets.
+TEST_F(OnDevice, BufferOfAnOldSizeIsFreedOnReturn)
+{
+  auto& pool = kvikio::BounceBufferPool<>::instance();
+  kvikio::defaults::set_bounce_buffer_size(1 << 20);
+  pool.clear();
+  std::size_t const before = pool.pinned_bytes();
+  std::size_t const freed  = pool.num_freed();
+  {
+    auto buf = pool.get();
+    EXPECT_EQ(buf.size(), 1U << 20);
+    kvikio::defaults::set_bounce_buffer_size(2 << 20);
+  }
+  EXPECT_EQ(pool.num_free_buffers(), 0U);
+  EXPECT_EQ(pool.num_freed(), freed + 1);
+  EXPECT_EQ(pool.pinned_bytes(), before);
+  {
+    auto buf = pool.get();  // the new size, kept on return
+    EXPECT_EQ(buf.size(), 2U << 20);
+  }
+  EXPECT_EQ(pool.num_free_buffers(), 1U);
+  pool.clear();
+  kvikio::defaults::set_bounce_buffer_size(1 << 20);
 }
 
 // A cap on the slot size: the ring uses the start of its buffer, whole pages, at least one.

@@ -90,8 +90,14 @@ typename BounceBufferPool<Allocator>::Buffer BounceBufferPool<Allocator>::get()
 template <typename Allocator>
 void BounceBufferPool<Allocator>::put(void* ptr, std::size_t size) noexcept
 {
+  // A buffer of a size the setting no longer asks for is freed now, not kept (as upstream's).
+  std::size_t wanted = size;
+  try {
+    wanted = defaults::bounce_buffer_size();
+  } catch (...) {  // settings unreadable: keep the buffer only if it fits the pool
+  }
   std::lock_guard const lock{mutex_};
-  if (size == buffer_size_) {
+  if (size == buffer_size_ && size == wanted) {
     try {
       free_.push_back(ptr);
       return;
