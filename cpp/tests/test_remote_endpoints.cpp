@@ -62,6 +62,12 @@ TEST(RemoteEndpoints, UrlForms)
     EXPECT_FALSE(kvikio::S3Endpoint::is_url_valid(url)) << url;
     EXPECT_EQ(kvikio::infer_remote_endpoint_type(url), RemoteEndpointType::HTTP) << url;
   }
+  // A scheme is case-insensitive (RFC 3986), as libcurl's parser, upstream's, has it.
+  EXPECT_TRUE(kvikio::S3Endpoint::is_url_valid("S3://bucket/object"));
+  EXPECT_EQ(kvikio::S3Endpoint::parse_s3_url("S3://bucket/dir/object"),
+            (std::pair<std::string, std::string>{"bucket", "dir/object"}));
+  EXPECT_EQ(kvikio::infer_remote_endpoint_type("S3://bucket/object"), RemoteEndpointType::S3);
+  EXPECT_FALSE(kvikio::S3Endpoint::is_url_valid("s3:/bucket/object"));
   // No object and no file: no type takes it (upstream's HTTP needs a path, as ours).
   EXPECT_FALSE(kvikio::S3Endpoint::is_url_valid("https://b.s3.us-east-1.amazonaws.com/"));
   EXPECT_FALSE(kvikio::HttpEndpoint::is_url_valid("https://b.s3.us-east-1.amazonaws.com/"));

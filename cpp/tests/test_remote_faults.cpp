@@ -214,7 +214,13 @@ TEST_F(Faults, OpenGivesUpAfterTheAttempts)
     what = e.what();
   }
   EXPECT_EQ(::testing::internal::GetCapturedStdout(), "");
-  EXPECT_NE(what.find("404/x answered HTTP 404"), std::string::npos) << what;
+  EXPECT_EQ(
+    what.rfind("curl_easy_perform() error (The requested URL returned error: 404) [KvikIO: size "
+               "request to ",
+               0),
+    0U)
+    << what;
+  EXPECT_NE(what.find("404/x: HTTP 404]"), std::string::npos) << what;
 }
 
 TEST_F(Faults, CutConnectionAndShortBody)

@@ -67,11 +67,9 @@ std::size_t head_content_length(RemoteEndpoint& endpoint)
   KVIKIO_EXPECT(r == CURLE_OK,
                 "KvikIO: size request to " + endpoint.str() + " failed: " + curl.error_message(r),
                 std::runtime_error);
-  long const status = curl.status();
-  KVIKIO_EXPECT(
-    status / 100 == 2,
-    "KvikIO: size request to " + endpoint.str() + " answered HTTP " + std::to_string(status),
-    std::runtime_error);
+  if (long const status = curl.status(); status / 100 != 2) {
+    throw http_status_error(status, "size request to " + endpoint.str());
+  }
   curl_off_t length = -1;
   curl_easy_getinfo(curl.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
   KVIKIO_EXPECT(

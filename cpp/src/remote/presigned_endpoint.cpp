@@ -95,6 +95,7 @@ std::size_t S3EndpointWithPresignedUrl::get_file_size()
                 "KvikIO: size request to " + str() + " failed: " + curl.error_message(r),
                 std::runtime_error);
   long const status = curl.status();
+  if (status >= 400) { throw detail::http_status_error(status, "size request to " + str(), body); }
   KVIKIO_EXPECT(status == 206,
                 "KvikIO: size request to " + str() + " answered HTTP " + std::to_string(status) +
                   " (expected 206 to a Range request)" + (body.empty() ? "" : ": " + body),

@@ -95,13 +95,7 @@ std::optional<std::chrono::milliseconds> RangeRequest::outcome(CurlHandle const&
   }
   bool const retry = retry_.retryable(code, status);
   if (code == CURLE_OK && !retry) {
-    if (status / 100 != 2) {
-      // Upstream's wording (libcurl's text for a failed status), then ours.
-      throw std::runtime_error(
-        "curl_easy_perform() error (The requested URL returned error: " + std::to_string(status) +
-        ") [KvikIO: " + what() + ": HTTP " + std::to_string(status) +
-        (sink_.error_body().empty() ? "" : ": " + sink_.error_body()) + "]");
-    }
+    if (status / 100 != 2) { throw http_status_error(status, what(), sink_.error_body()); }
     if (sink_.received() != size_) {
       throw std::runtime_error("KvikIO: " + what() + ": the server sent " +
                                std::to_string(sink_.received()) + " bytes");

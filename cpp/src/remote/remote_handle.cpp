@@ -119,7 +119,7 @@ RemoteHandle RemoteHandle::open(std::string const& url,
     return std::find(allowed.begin(), allowed.end(), t) != allowed.end();
   };
   auto const make = [&](RemoteEndpointType t) -> std::unique_ptr<RemoteEndpoint> {
-    bool const s3_scheme = url.rfind("s3://", 0) == 0;
+    bool const s3_scheme = detail::has_scheme(url, "s3");
     switch (t) {
       case RemoteEndpointType::HTTP: return std::make_unique<HttpEndpoint>(url);
       case RemoteEndpointType::S3_PRESIGNED_URL:

@@ -56,6 +56,13 @@ std::chrono::milliseconds RetryRule::next_attempt(CURLcode code, long status)
   return delay;
 }
 
+std::runtime_error http_status_error(long status, std::string const& what, std::string const& body)
+{
+  return std::runtime_error("curl_easy_perform() error (The requested URL returned error: " +
+                            std::to_string(status) + ") [KvikIO: " + what + ": HTTP " +
+                            std::to_string(status) + (body.empty() ? "" : ": " + body) + "]");
+}
+
 CURLcode perform_retrying(CurlHandle& curl,
                           std::string what,
                           std::function<void()> const& before_attempt)

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,15 @@ class RetryRule {
   std::vector<int> retry_statuses_;
   std::string what_;
 };
+
+/**
+ * @brief The error of a request answered with a final `status` that is not a success: upstream's
+ * words (libcurl's text for a failed status), then `what` (the request), the status and the start
+ * of the answer's `body` if any.
+ */
+[[nodiscard]] std::runtime_error http_status_error(long status,
+                                                   std::string const& what,
+                                                   std::string const& body = {});
 
 /**
  * @brief Runs `curl` (set up by the caller) until an attempt is not one to retry, sleeping the

@@ -92,7 +92,7 @@ std::string S3Endpoint::url_from_bucket_and_object(std::string bucket_name,
 std::pair<std::string, std::string> S3Endpoint::parse_s3_url(std::string const& s3_url)
 {
   auto const slash = s3_url.find('/', 5);
-  KVIKIO_EXPECT(s3_url.rfind("s3://", 0) == 0 && slash != std::string::npos && slash > 5 &&
+  KVIKIO_EXPECT(detail::has_scheme(s3_url, "s3") && slash != std::string::npos && slash > 5 &&
                   slash + 1 < s3_url.size(),
                 "Input string does not match the expected S3 URL format. \"" + s3_url +
                   "\" is not s3://<bucket>/<object>",
@@ -103,7 +103,7 @@ std::pair<std::string, std::string> S3Endpoint::parse_s3_url(std::string const& 
 bool S3Endpoint::is_url_valid(std::string const& url) noexcept
 {
   try {
-    if (url.rfind("s3://", 0) == 0) {
+    if (detail::has_scheme(url, "s3")) {
       (void)parse_s3_url(url);
       return true;
     }

@@ -73,6 +73,15 @@ Url parse_url(std::string_view url)
   return out;
 }
 
+bool has_scheme(std::string_view url, std::string_view scheme) noexcept
+{
+  if (url.size() < scheme.size() + 3 || url.substr(scheme.size(), 3) != "://") { return false; }
+  for (std::size_t i = 0; i < scheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(url[i])) != scheme[i]) { return false; }
+  }
+  return true;
+}
+
 bool is_valid_url(std::string_view url) noexcept
 {
   try {

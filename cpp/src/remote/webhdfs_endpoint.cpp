@@ -143,6 +143,9 @@ std::size_t WebHdfsEndpoint::get_file_size()
                 "KvikIO: GETFILESTATUS of " + base_ + " failed: " + curl.error_message(r),
                 std::runtime_error);
   long const status = curl.status();
+  if (status >= 400) {
+    throw detail::http_status_error(status, "GETFILESTATUS of " + base_, body.substr(0, 200));
+  }
   KVIKIO_EXPECT(status == 200,
                 "KvikIO: GETFILESTATUS of " + base_ + " answered HTTP " + std::to_string(status) +
                   ": " + body.substr(0, 200),

@@ -35,6 +35,10 @@ Url parse_url(std::string_view url);
 /// @brief Whether parse_url() accepts `url`. Never throws.
 bool is_valid_url(std::string_view url) noexcept;
 
+/// @brief Whether `url` begins with `scheme` and "://", the scheme in any case (RFC 3986: "S3://"
+/// is "s3://"); `scheme` in lower case.
+bool has_scheme(std::string_view url, std::string_view scheme) noexcept;
+
 /// @brief Percent-encodes everything but unreserved characters (and '/' if `keep_slash`).
 std::string percent_encode(std::string_view text, bool keep_slash = true);
 
