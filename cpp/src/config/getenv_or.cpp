@@ -84,9 +84,8 @@ std::tuple<std::string_view, T, bool> getenv_or(
     if (raw == nullptr) { continue; }
     if (!found_name.empty() && found_text != raw) {
       throw std::invalid_argument("Environment variable " + std::string{name} + " (" + raw +
-                                  ") has already been set by its alias " +
-                                  std::string{found_name} + " (" + found_text +
-                                  ") with a different value.");
+                                  ") has already been set by its alias " + std::string{found_name} +
+                                  " (" + found_text + ") with a different value.");
     }
     found_name = name;
     found_text = raw;
