@@ -27,19 +27,21 @@ link=("$cuda/lib64/libcudart_static.a" -ldl -lrt -lpthread)
 # Upstream's CMake exports these; without them its thread pool's layout differs (anchor README).
 upstream_defs=(-DBS_THREAD_POOL_ENABLE_PAUSE=1 -DKVIKIO_LIBCURL_FOUND -DKVIKIO_CUFILE_FOUND
   -DKVIKIO_CUFILE_VERSION_API_FOUND)
+# Both libraries read remote objects (reader_workload.hpp's READER_URL).
+bench_defs=(-DKVIKIO_BENCH_REMOTE)
 # reader_workload calls the driver API itself (the stub to link; the driver at run time).
 driver=(-L "$cuda/lib64/stubs" -lcuda)
-g++ -std=c++20 -O2 "${upstream_defs[@]}" -I "$anchor/include" -I "$cuda/include" \
+g++ -std=c++20 -O2 "${bench_defs[@]}" "${upstream_defs[@]}" -I "$anchor/include" -I "$cuda/include" \
   cpp/benchmarks/upstream/defaults_read.cpp -o "$out/upstream/bin/defaults_read" \
   -L "$anchor/lib" -lkvikio -Wl,-rpath,'$ORIGIN/../lib' "${link[@]}"
-g++ -std=c++20 -O2 "${upstream_defs[@]}" -I "$anchor/include" -I "$cuda/include" \
+g++ -std=c++20 -O2 "${bench_defs[@]}" "${upstream_defs[@]}" -I "$anchor/include" -I "$cuda/include" \
   cpp/benchmarks/upstream/reader_workload.cpp -o "$out/upstream/bin/reader_workload" \
   -L "$anchor/lib" -lkvikio -Wl,-rpath,'$ORIGIN/../lib' "${driver[@]}" -lpthread
 for src in "$anchor/src/pread_bench.cpp" "$anchor/src/remote_bench.cpp" \
   cpp/benchmarks/upstream/defaults_read.cpp cpp/benchmarks/upstream/reader_workload.cpp; do
   name=$(basename "$src" .cpp)
   # RUNPATH: the carried install tree, at the same place relative to the binary.
-  g++ -std=c++20 -O2 -I build/install/include -I "$cuda/include" "$src" -o "$out/ours/$name" \
+  g++ -std=c++20 -O2 "${bench_defs[@]}" -I build/install/include -I "$cuda/include" "$src" -o "$out/ours/$name" \
     -L "$libdir" -lkvikio -Wl,-rpath,'$ORIGIN/../../../build/install/'"$(basename "$libdir")" \
     "${link[@]}" "${driver[@]}"
 done

@@ -8,8 +8,13 @@
  * out.jsonl]
  *   kvikio_bench local random --file F --size 8GiB --threads 8 --callers 4 --in-flight 8
  *                --io-size 64KiB,1MiB,8MiB --latency-size 4KiB,64KiB --mem host|device
+ *   kvikio_bench remote read --url U --backend easy,multi_poll --threads 1,4 --mem host|device
+ *   kvikio_bench remote random --url U --reference F --backend easy,multi_poll --threads 8
+ *                --reactors 1,4 --callers 4 --in-flight 8 --io-size 64KiB,1MiB --mem host|device
  */
 #include <CLI/CLI.hpp>
+
+#include <stdexcept>
 
 #include "ipc_bench.hpp"
 #include "local_bench.hpp"
@@ -119,13 +124,20 @@ int main(int argc, char** argv)
 #ifdef KVIKIO_BENCH_REMOTE
   kvikio::bench::RemoteOptions remote;
   auto* remote_cmd = app.add_subcommand("remote", "remote objects: RemoteHandle::pread");
-  remote_cmd->add_option("op", remote.op_text, "read")->required()->check(CLI::IsMember({"read"}));
+  remote_cmd
+    ->add_option("op",
+                 remote.op_text,
+                 "read, or random: the reader's workload (many ranged reads in flight at random "
+                 "unaligned offsets, then one caller's synchronous reads)")
+    ->required()
+    ->check(CLI::IsMember({"read", "random"}));
   remote_cmd->add_option("--url", remote.url, "the object's URL (its size is asked once)")
     ->required();
   remote_cmd
     ->add_option("--threads",
                  remote.threads,
-                 "N to sweep: easy and baseline threads, multi_poll transfers in flight")
+                 "N to sweep: easy and baseline threads, multi_poll transfers in flight (random: "
+                 "the easy variants' pool sizes)")
     ->delimiter(',');
   remote_cmd->add_option("--task-size", remote.task_size_text, "task size, e.g. 4MiB")
     ->default_val("4MiB");
@@ -140,12 +152,14 @@ int main(int argc, char** argv)
   remote_cmd
     ->add_option("--reactors",
                  remote.reactors,
-                 "multi_poll reactor threads (default: one per 8 transfers in flight)")
-    ->default_val(0);
+                 "multi_poll reactor threads (read: default one per 8 transfers in flight; "
+                 "random: counts to sweep, default 1)")
+    ->delimiter(',');
   remote_cmd
     ->add_option("--connections",
                  remote.connections,
-                 "multi_poll transfers in flight per reactor (default: N / reactors)")
+                 "multi_poll transfers in flight per reactor (read: default N / reactors; "
+                 "random: default the setting's)")
     ->default_val(0);
   remote_cmd->add_option("--repeat", remote.repeat, "runs per point")
     ->default_val(5)
@@ -158,12 +172,41 @@ int main(int argc, char** argv)
                  "--backend (easy: a pool of --threads threads per GPU): per GPU and in total, "
                  "beside the first GPU alone and host memory")
     ->delimiter(',');
+  remote_cmd
+    ->add_option("--reference", remote.reference, "random: a local file with the object's bytes")
+    ->check(CLI::ExistingFile);
+  remote_cmd->add_option("--io-size", remote.io_sizes, "random: read sizes to sweep")
+    ->delimiter(',')
+    ->default_str("64KiB,1MiB,8MiB");
+  remote_cmd->add_option("--callers", remote.callers, "random: caller threads")
+    ->default_val(4)
+    ->check(CLI::PositiveNumber);
+  remote_cmd->add_option("--in-flight", remote.in_flight, "random: reads in flight per caller")
+    ->default_val(8)
+    ->check(CLI::PositiveNumber);
+  remote_cmd->add_option("--seconds", remote.seconds, "random: seconds per run")
+    ->default_val(2.0)
+    ->check(CLI::PositiveNumber);
+  remote_cmd
+    ->add_option("--latency-size", remote.latency_sizes, "random: synchronous read sizes to time")
+    ->delimiter(',')
+    ->default_str("4KiB,64KiB");
+  remote_cmd->add_option("--latency-reads", remote.latency_reads, "random: timed reads per size")
+    ->default_val(2000)
+    ->check(CLI::PositiveNumber);
 #endif
   CLI11_PARSE(app, argc, argv);
   try {
     if (ipc_cmd->parsed()) { return kvikio::bench::run_ipc(ipc_options); }
 #ifdef KVIKIO_BENCH_REMOTE
     if (remote_cmd->parsed()) {
+      if (remote.op_text == "random") {
+        if (remote.reference.empty()) {
+          throw std::invalid_argument("remote random needs --reference (the object's bytes)");
+        }
+        if (remote.threads.empty()) { remote.threads = {8}; }
+        return kvikio::bench::run_remote_random(remote);
+      }
       if (remote.threads.empty()) { remote.threads = {1, 2, 4, 8}; }
       return kvikio::bench::run_remote(remote);
     }

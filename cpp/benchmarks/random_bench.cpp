@@ -1,14 +1,20 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  *
- * kvikio_bench local random: the reader's workload (reader_workload.hpp) on this library, each
- * point with its KVIKIO_LOCAL_IO_BACKEND variants interleaved, and pread(2) beside the host
- * latencies.
+ * The reader's workload (reader_workload.hpp) on this library, each point with its variants
+ * interleaved:
+ *   kvikio_bench local random   FileHandle::pread, a variant per pool size x
+ *                               KVIKIO_LOCAL_IO_BACKEND, and pread(2) beside the host latencies;
+ *   kvikio_bench remote random  RemoteHandle::pread of an object whose bytes are a local file's
+ *                               (--reference), a variant per transport: easy with each --threads
+ *                               pool, multi_poll with each --reactors count.
  */
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +26,9 @@
 #include "bench_common.hpp"
 #include "local_bench.hpp"
 #include "reader_workload.hpp"
+#ifdef KVIKIO_BENCH_REMOTE
+#include "remote_bench.hpp"
+#endif
 
 namespace kvikio::bench {
 namespace {
@@ -55,83 +64,187 @@ WorkloadMemory memory_of(bool device)
           }};
 }
 
-}  // namespace
+/// One way of reading measured at every point: its name, pool size in the JSON rows (0: none),
+/// and the settings it applies before each of its runs.
+struct Variant {
+  std::string name;
+  unsigned pool;
+  std::function<void()> apply;
+};
 
-int run_local_random(LocalOptions const& o)
+/// What a sweep measures, from either subcommand's options.
+struct Sweep {
+  std::string bench;  // "local" or "remote": the JSON rows' "<bench> random" / "<bench> latency"
+  std::string path;   // the file read, or the remote object's local copy
+  std::string url;    // empty: the file itself
+  std::string mem;
+  std::vector<std::string> io_sizes;
+  unsigned callers;
+  unsigned in_flight;
+  double seconds;
+  unsigned repeat;
+  std::vector<std::string> latency_sizes;
+  std::size_t latency_reads;
+  std::string json;
+};
+
+// Each point: the variants in turn, `repeat` rounds, medians; the target is opened again for
+// each run, after the variant's settings (a FileHandle takes its backend when it opens).
+int run_sweep(Sweep const& s, std::vector<Variant> const& variants)
 {
-  bool const device = o.mem == "device";
-  std::size_t const largest =
-    std::max(parse_size(o.size_text), parse_size(o.io_sizes.empty() ? "0" : o.io_sizes.back()));
-  if (o.create) { ensure_file(o.file, largest); }
+  bool const device   = s.mem == "device";
   CUcontext const ctx = get_primary_cuda_context(0);
   PushAndPopContext const context{ctx};
   auto const memory      = memory_of(device);
   std::string const gpu  = gpu_name();
   std::string const date = utc_now();
   std::ofstream json;
-  if (!o.json.empty()) { json.open(o.json, std::ios::app); }
-  std::string const where = machine_json_fields(gpu, date);
-  std::printf("kvikio_bench local random: %s, mem %s, %u callers x %u in flight, GPU %s, %s\n",
-              o.file.c_str(),
-              o.mem.c_str(),
-              o.callers,
-              o.in_flight,
+  if (!s.json.empty()) { json.open(s.json, std::ios::app); }
+  std::string const where  = machine_json_fields(gpu, date);
+  std::string const source = s.url.empty() ? s.path : s.url;
+  std::printf("kvikio_bench %s random: %s, mem %s, %u callers x %u in flight, GPU %s, %s\n",
+              s.bench.c_str(),
+              source.c_str(),
+              s.mem.c_str(),
+              s.callers,
+              s.in_flight,
               gpu.c_str(),
               date.c_str());
-  std::printf("%-9s %7s %7s %12s %9s\n", "backend", "pool", "size", "reads/s", "GB/s");
-  for (unsigned const pool : o.threads) {
-    if (pool > 0) { defaults::set_thread_pool_nthreads(pool); }
-    for (auto const& size_text : o.io_sizes) {
-      std::size_t const size = parse_size(size_text);
-      for (auto const& backend : o.backends) {
-        defaults::set_local_io_backend(
-          kvikio::detail::parse_local_io_backend("--backend", backend));
-        std::vector<double> rates;
-        for (unsigned rep = 0; rep < o.repeat; ++rep) {
-          rates.push_back(
-            reader_throughput(o.file, memory, size, o.callers, o.in_flight, o.seconds, rep + 1)
-              .reads_per_second());
-        }
-        double const rate = median(rates);
-        std::printf("%-9s %7u %7s %12.0f %9.2f\n",
-                    backend.c_str(),
-                    pool,
-                    size_text.c_str(),
-                    rate,
-                    rate * static_cast<double>(size) / 1e9);
-        if (json.is_open()) {
-          json << "{\"bench\":\"local random\",\"mem\":\"" << o.mem << "\",\"backend\":\""
-               << backend << "\",\"pool_threads\":" << pool << ",\"io_size\":" << size
-               << ",\"callers\":" << o.callers << ",\"in_flight\":" << o.in_flight
-               << ",\"reads_per_s_median\":" << rate
-               << ",\"gbps_median\":" << rate * static_cast<double>(size) / 1e9
-               << ",\"repeats\":" << o.repeat << where << "}\n";
-        }
+  std::printf("%-22s %7s %12s %9s %9s\n", "variant", "size", "reads/s", "GB/s", "CPU s/GB");
+  for (auto const& size_text : s.io_sizes) {
+    std::size_t const size = parse_size(size_text);
+    std::vector<std::vector<double>> rates(variants.size()), cpu(variants.size());
+    for (unsigned rep = 0; rep < s.repeat; ++rep) {
+      for (std::size_t v = 0; v < variants.size(); ++v) {
+        variants[v].apply();
+        ReadTarget target{s.path, s.url};
+        double const cpu0 = cpu_seconds_now();
+        auto const r =
+          reader_throughput(target, memory, size, s.callers, s.in_flight, s.seconds, rep + 1);
+        double const bytes = static_cast<double>(r.reads) * static_cast<double>(size);
+        rates[v].push_back(r.reads_per_second());
+        cpu[v].push_back((cpu_seconds_now() - cpu0) / (bytes / 1e9));
+      }
+    }
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      double const rate = median(rates[v]);
+      double const gbps = rate * static_cast<double>(size) / 1e9;
+      double const cpgb = median(cpu[v]);
+      std::printf("%-22s %7s %12.0f %9.2f %9.3f\n",
+                  variants[v].name.c_str(),
+                  size_text.c_str(),
+                  rate,
+                  gbps,
+                  cpgb);
+      if (json.is_open()) {
+        json << "{\"bench\":\"" << s.bench << " random\",\"mem\":\"" << s.mem << "\",\"variant\":\""
+             << variants[v].name << "\",\"pool_threads\":" << variants[v].pool
+             << ",\"io_size\":" << size << ",\"callers\":" << s.callers
+             << ",\"in_flight\":" << s.in_flight << ",\"reads_per_s_median\":" << rate
+             << ",\"gbps_median\":" << gbps << ",\"cpu_s_per_gb_median\":" << cpgb
+             << ",\"repeats\":" << s.repeat << ",\"source\":\"" << source << "\"" << where << "}\n";
       }
     }
   }
-  std::printf("\none caller, synchronous reads (%zu each): latency in us\n", o.latency_reads);
-  std::printf("%-14s %7s %9s %9s\n", "variant", "size", "p50", "p99");
-  for (auto const& size_text : o.latency_sizes) {
+  std::printf("\none caller, synchronous reads (%zu each): latency in us\n", s.latency_reads);
+  std::printf("%-22s %7s %9s %9s\n", "variant", "size", "p50", "p99");
+  for (auto const& size_text : s.latency_sizes) {
     std::size_t const size = parse_size(size_text);
-    for (auto const& backend : o.backends) {
-      defaults::set_local_io_backend(kvikio::detail::parse_local_io_backend("--backend", backend));
-      auto const l = reader_latency(o.file, memory, size, o.latency_reads, 7);
+    for (auto const& variant : variants) {
+      variant.apply();
+      ReadTarget target{s.path, s.url};
+      auto const l = reader_latency(target, memory, size, s.latency_reads, 7);
       std::printf(
-        "%-14s %7s %9.1f %9.1f\n", backend.c_str(), size_text.c_str(), l.p50_us, l.p99_us);
+        "%-22s %7s %9.1f %9.1f\n", variant.name.c_str(), size_text.c_str(), l.p50_us, l.p99_us);
       if (json.is_open()) {
-        json << "{\"bench\":\"local latency\",\"mem\":\"" << o.mem << "\",\"backend\":\"" << backend
-             << "\",\"io_size\":" << size << ",\"p50_us\":" << l.p50_us
-             << ",\"p99_us\":" << l.p99_us << where << "}\n";
+        json << "{\"bench\":\"" << s.bench << " latency\",\"mem\":\"" << s.mem
+             << "\",\"variant\":\"" << variant.name << "\",\"io_size\":" << size
+             << ",\"p50_us\":" << l.p50_us << ",\"p99_us\":" << l.p99_us << ",\"source\":\""
+             << source << "\"" << where << "}\n";
       }
     }
     if (!device) {
-      auto const b = reader_latency(o.file, memory, size, o.latency_reads, 7, true);
-      std::printf("%-14s %7s %9.1f %9.1f\n", "pread(2)", size_text.c_str(), b.p50_us, b.p99_us);
+      ReadTarget target{s.path, s.url};
+      auto const b = reader_latency(target, memory, size, s.latency_reads, 7, true);
+      std::printf("%-22s %7s %9.1f %9.1f\n", "pread(2)", size_text.c_str(), b.p50_us, b.p99_us);
     }
   }
   std::printf("\npeak resident memory: %.0f MiB\n", peak_rss_mib());
   return 0;
 }
+
+}  // namespace
+
+int run_local_random(LocalOptions const& o)
+{
+  std::size_t const largest =
+    std::max(parse_size(o.size_text), parse_size(o.io_sizes.empty() ? "0" : o.io_sizes.back()));
+  if (o.create) { ensure_file(o.file, largest); }
+  std::vector<Variant> variants;
+  for (unsigned const pool : o.threads) {
+    for (auto const& backend : o.backends) {
+      auto const type = kvikio::detail::parse_local_io_backend("--backend", backend);
+      variants.push_back(
+        {backend + (pool > 0 ? " pool " + std::to_string(pool) : ""), pool, [pool, type] {
+           if (pool > 0) { defaults::set_thread_pool_nthreads(pool); }
+           defaults::set_local_io_backend(type);
+         }});
+    }
+  }
+  return run_sweep({"local",
+                    o.file,
+                    "",
+                    o.mem,
+                    o.io_sizes,
+                    o.callers,
+                    o.in_flight,
+                    o.seconds,
+                    o.repeat,
+                    o.latency_sizes,
+                    o.latency_reads,
+                    o.json},
+                   variants);
+}
+
+#ifdef KVIKIO_BENCH_REMOTE
+int run_remote_random(RemoteOptions const& o)
+{
+  std::vector<Variant> variants;
+  for (auto const& backend : o.backends) {
+    if (backend == "easy") {
+      for (unsigned const pool : o.threads) {
+        variants.push_back({"easy pool " + std::to_string(pool), pool, [pool] {
+                              defaults::set_remote_backend(RemoteBackendType::LIBCURL_EASY);
+                              defaults::set_thread_pool_nthreads(pool);
+                            }});
+      }
+      continue;
+    }
+    auto const counts = o.reactors.empty() ? std::vector<unsigned>{1} : o.reactors;
+    for (unsigned const reactors : counts) {
+      unsigned const connections = o.connections;
+      variants.push_back(
+        {"multi_poll reactors " + std::to_string(reactors), 0, [reactors, connections] {
+           defaults::set_remote_backend(RemoteBackendType::LIBCURL_MULTI_POLL);
+           defaults::set_remote_io_num_reactors(reactors);
+           if (connections > 0) { defaults::set_remote_max_connections(connections); }
+         }});
+    }
+  }
+  return run_sweep({"remote",
+                    o.reference,
+                    o.url,
+                    o.mem,
+                    o.io_sizes,
+                    o.callers,
+                    o.in_flight,
+                    o.seconds,
+                    o.repeat,
+                    o.latency_sizes,
+                    o.latency_reads,
+                    o.json},
+                   variants);
+}
+#endif
 
 }  // namespace kvikio::bench

@@ -8,8 +8,12 @@
  *
  * Only the public API, so that the same code is compiled against upstream KvikIO
  * (cpp/benchmarks/upstream/reader_workload.cpp, ci/upstream-harness.sh) and against this project
- * (kvikio_bench local random). The caller provides the memory (device or pinned host), so that
- * neither needs the CUDA runtime here.
+ * (kvikio_bench local random, kvikio_bench remote random). The caller provides the memory (device
+ * or pinned host), so that neither needs the CUDA runtime here.
+ *
+ * The reads go to a local file through FileHandle, or to a remote object through RemoteHandle
+ * (its URL given) whose bytes are those of the local file (the file a loopback server serves):
+ * either way the file, read by pread(2), is what the reads are checked against.
  */
 #pragma once
 
@@ -32,6 +36,9 @@
 #include <vector>
 
 #include <kvikio/file_handle.hpp>
+#ifdef KVIKIO_BENCH_REMOTE
+#include <kvikio/remote_handle.hpp>
+#endif
 
 namespace kvikio::bench {
 
@@ -88,10 +95,62 @@ inline std::size_t file_size(int fd)
 
 }  // namespace detail
 
+/// What the reads go to: the file at `path` through FileHandle (`url` empty), or the object at
+/// `url` through RemoteHandle (HTTP; the backend as the settings say; built with
+/// KVIKIO_BENCH_REMOTE), which holds the bytes of the file at `path`. The file, opened for
+/// pread(2), is the reference of the checks.
+class ReadTarget {
+ public:
+  ReadTarget(std::string const& path, std::string const& url)
+    : fd_{::open(path.c_str(), O_RDONLY | O_CLOEXEC)}
+  {
+    if (fd_ < 0) { throw std::runtime_error("reader workload: cannot open " + path); }
+    try {
+      size_ = detail::file_size(fd_);
+      if (url.empty()) {
+        file_ = std::make_unique<kvikio::FileHandle>(path, "r");
+      } else {
+#ifdef KVIKIO_BENCH_REMOTE
+        remote_ = std::make_unique<kvikio::RemoteHandle>(kvikio::RemoteHandle::open(url));
+        if (remote_->nbytes() != size_) {
+          throw std::runtime_error("reader workload: " + url + " is not the size of " + path);
+        }
+#else
+        throw std::invalid_argument("reader workload: built without remote reads");
+#endif
+      }
+    } catch (...) {
+      ::close(fd_);
+      throw;
+    }
+  }
+  ~ReadTarget() { ::close(fd_); }
+  ReadTarget(ReadTarget const&)            = delete;
+  ReadTarget& operator=(ReadTarget const&) = delete;
+
+  std::future<std::size_t> pread(void* buf, std::size_t n, std::size_t offset)
+  {
+#ifdef KVIKIO_BENCH_REMOTE
+    if (remote_) { return remote_->pread(buf, n, offset); }
+#endif
+    return file_->pread(buf, n, offset);
+  }
+  [[nodiscard]] int reference_fd() const noexcept { return fd_; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+
+ private:
+  int fd_;
+  std::size_t size_{0};
+  std::unique_ptr<kvikio::FileHandle> file_;
+#ifdef KVIKIO_BENCH_REMOTE
+  std::unique_ptr<kvikio::RemoteHandle> remote_;
+#endif
+};
+
 /// `callers` threads, each keeping `in_flight` FileHandle::pread futures of `io_size` bytes at
 /// random unaligned offsets (from `seed`) for `seconds`; each read has its own destination. The
 /// last read of each destination is checked against pread(2) of the same bytes.
-inline ThroughputResult reader_throughput(std::string const& path,
+inline ThroughputResult reader_throughput(ReadTarget& target,
                                           WorkloadMemory const& memory,
                                           std::size_t io_size,
                                           unsigned callers,
@@ -99,11 +158,9 @@ inline ThroughputResult reader_throughput(std::string const& path,
                                           double seconds,
                                           std::uint64_t seed)
 {
-  kvikio::FileHandle file{path, "r"};
-  int const fd           = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  std::size_t const size = detail::file_size(fd);
+  int const fd           = target.reference_fd();
+  std::size_t const size = target.size();
   if (io_size == 0 || io_size >= size) {
-    ::close(fd);
     throw std::invalid_argument("reader workload: the read size must be in (0, file size)");
   }
   std::size_t const slots = std::size_t{callers} * in_flight;
@@ -124,7 +181,7 @@ inline ThroughputResult reader_throughput(std::string const& path,
           std::size_t const slot   = std::size_t{c} * in_flight + q;
           std::size_t const offset = rng() % (size - io_size);
           last_offset[slot]        = offset;
-          pending[q]               = file.pread(base + slot * io_size, io_size, offset);
+          pending[q]               = target.pread(base + slot * io_size, io_size, offset);
         };
         for (unsigned q = 0; q < in_flight; ++q) {
           submit(q);
@@ -162,27 +219,24 @@ inline ThroughputResult reader_throughput(std::string const& path,
     }
   } catch (...) {
     memory.release(base);
-    ::close(fd);
     throw;
   }
   memory.release(base);
-  ::close(fd);
   return {reads.load(), took};
 }
 
 /// One caller, `reads` synchronous FileHandle::pread(...).get() of `io_size` bytes at random
 /// unaligned offsets (after a tenth as many unmeasured): the median and 99th percentile.
 /// `bare`: pread(2) of the same bytes into host memory instead (the floor for host reads).
-inline LatencyResult reader_latency(std::string const& path,
+inline LatencyResult reader_latency(ReadTarget& target,
                                     WorkloadMemory const& memory,
                                     std::size_t io_size,
                                     std::size_t reads,
                                     std::uint64_t seed,
                                     bool bare = false)
 {
-  kvikio::FileHandle file{path, "r"};
-  int const fd           = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  std::size_t const size = detail::file_size(fd);
+  int const fd           = target.reference_fd();
+  std::size_t const size = target.size();
   std::vector<char> bare_buffer(bare ? io_size : 0);
   void* const dst = bare ? bare_buffer.data() : memory.alloc(io_size);
   std::mt19937_64 rng{seed};
@@ -195,7 +249,7 @@ inline LatencyResult reader_latency(std::string const& path,
     if (bare) {
       detail::pread_exactly(fd, dst, io_size, offset);
     } else {
-      got = file.pread(dst, io_size, offset).get();
+      got = target.pread(dst, io_size, offset).get();
     }
     auto const t1 = std::chrono::steady_clock::now();
     if (got != io_size) { throw std::runtime_error("reader workload: short read"); }
@@ -207,7 +261,6 @@ inline LatencyResult reader_latency(std::string const& path,
     detail::check_bytes(fd, memory, dst, io_size, offset);
     memory.release(dst);
   }
-  ::close(fd);
   std::sort(us.begin(), us.end());
   return {us[us.size() / 2], us[us.size() * 99 / 100]};
 }

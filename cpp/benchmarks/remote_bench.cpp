@@ -152,7 +152,8 @@ int run_remote(RemoteOptions const& o)
   rows.push_back(single);
   for (unsigned n : o.threads) {
     // multi_poll: the fewest reactors that N transfers in flight need (one per 8), or as asked.
-    unsigned const reactors    = o.reactors > 0 ? o.reactors : std::max(1U, n / 8);
+    unsigned const asked       = o.reactors.empty() ? 0 : o.reactors.front();
+    unsigned const reactors    = asked > 0 ? asked : std::max(1U, n / 8);
     unsigned const connections = o.connections > 0 ? o.connections : (n + reactors - 1) / reactors;
     std::vector<Row> kvikio;
     for (auto const& backend : o.backends) {

@@ -10,20 +10,36 @@
 namespace kvikio::bench {
 
 struct RemoteOptions {
-  std::string op_text{"read"};
+  std::string op_text{"read"};  // read | random
   std::string url;
   std::vector<unsigned> threads;  ///< N: easy and baseline threads, multi-poll transfers in flight
   std::string task_size_text{"4MiB"};
   std::string mem{"host"};
   std::vector<std::string> backends{"easy"};  ///< transports measured: easy, multi_poll
-  unsigned reactors{0};     ///< multi_poll reactors; 0: one per 8 in flight (at least one)
-  unsigned connections{0};  ///< multi_poll transfers in flight per reactor; 0: N / reactors
+  /// multi_poll reactors; read: the first (none or 0: one per 8 in flight, at least one);
+  /// random: a variant per count (none: 1)
+  std::vector<unsigned> reactors;
+  /// multi_poll transfers in flight per reactor; read: 0 is N / reactors; random: 0 is the
+  /// setting's default
+  unsigned connections{0};
   unsigned repeat{5};
   std::string json;
   std::vector<int> devices;  ///< reads into these GPUs at once (devices_bench.hpp); empty: one
+  // `random` (random_bench.cpp): the reader's workload as `kvikio_bench local random` runs it
+  // (`threads` are the easy variants' pool sizes), the object being a copy of `reference`.
+  std::string reference;
+  std::vector<std::string> io_sizes{"64KiB", "1MiB", "8MiB"};
+  unsigned callers{4};
+  unsigned in_flight{8};
+  double seconds{2.0};
+  std::vector<std::string> latency_sizes{"4KiB", "64KiB"};
+  std::size_t latency_reads{2000};
 };
 
 /// Runs `kvikio_bench remote read ...`; returns the process exit code.
 int run_remote(RemoteOptions const& options);
+
+/// Runs `kvikio_bench remote random ...` (the reader's workload); returns the exit code.
+int run_remote_random(RemoteOptions const& options);
 
 }  // namespace kvikio::bench

@@ -6,6 +6,7 @@
  * pread, the per-handle choice of transport, no use of the thread pool. The shared remote suite
  * (test_remote_reads/http/faults/endpoints) runs for this transport too (".multi_poll").
  */
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -249,6 +250,64 @@ TEST_F(MultiPoll, UsesNoPoolThreadAndTheChoiceIsPerHandle)
   busy.release();
   EXPECT_EQ(queued.get(), 1000U);
   EXPECT_EQ(0, std::memcmp(buf.data(), content_.data(), 1000));
+}
+
+// The reactor's epoll set keeps a connection that libcurl put back in its cache (the next
+// transfer usually wants it again). A server that closes every connection after its response
+// makes each transfer open a new socket, often under the number of one just closed: every
+// transfer must still be watched (a socket number the set forgot is added again). A transfer
+// left unwatched still ends, when libcurl looks at its socket at one of its own timeouts: the
+// 256 transfers then take minutes instead of about a second.
+TEST(MultiPollConnections, EveryResponseClosesItsConnection)
+{
+  kvikio::defaults::set_remote_backend(RemoteBackendType::LIBCURL_MULTI_POLL);
+  kvikio::defaults::set_remote_io_num_reactors(1);
+  kvikio::defaults::set_remote_max_connections(4);
+  kvikio::test::Nginx nginx{"keepalive_timeout 0;"};
+  auto const content = pattern((1 << 20) + 77, 72);
+  kvikio::test::write_file(nginx.root() + "/object.bin", content);
+  auto handle = RemoteHandle::open(nginx.url("object.bin"));
+  std::vector<std::uint8_t> buf(content.size() - 1000, poison);
+  auto future = handle.pread(buf.data(), buf.size(), 1000, 4 << 10);  // 256 transfers
+  if (future.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    kvikio::detail::MultiPollTransport::instance().shutdown();  // ends them, for the handle
+    FAIL() << "transfers on new sockets were not watched";
+  }
+  ASSERT_EQ(future.get(), buf.size());
+  EXPECT_EQ(0, std::memcmp(buf.data(), content.data() + 1000, buf.size()));
+}
+
+// Connections idle in libcurl's cache that the server closes (keepalive timeout) make their
+// sockets readable: the reactor takes them out of its set instead of waking for them again and
+// again (a busy reactor would show as CPU time while nothing is read), and the next read opens
+// new connections.
+TEST(MultiPollConnections, IdleConnectionsTheServerClosesCostNothing)
+{
+  kvikio::defaults::set_remote_backend(RemoteBackendType::LIBCURL_MULTI_POLL);
+  kvikio::defaults::set_remote_io_num_reactors(1);
+  kvikio::defaults::set_remote_max_connections(4);
+  kvikio::test::Nginx nginx{"keepalive_timeout 1s;"};
+  auto const content = pattern(300000, 73);
+  kvikio::test::write_file(nginx.root() + "/object.bin", content);
+  auto handle = RemoteHandle::open(nginx.url("object.bin"));
+  std::vector<std::uint8_t> buf(content.size(), poison);
+  ASSERT_EQ(handle.pread(buf.data(), buf.size(), 0, 50000).get(), buf.size());
+  EXPECT_EQ(buf, content);
+
+  auto const cpu_seconds = [] {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  };
+  double const before = cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // nginx closes them after 1 s
+  // A reactor woken again and again by the closed sockets takes a core's worth of this time.
+  EXPECT_LT(cpu_seconds() - before, 0.5) << "the process was busy while nothing was read";
+
+  buf.assign(buf.size(), poison);
+  ASSERT_EQ(handle.pread(buf.data(), buf.size(), 0, 50000).get(), buf.size());
+  EXPECT_EQ(buf, content);
 }
 
 // A device transfer takes its pinned memory when the first bytes of the body arrive: while the

@@ -8,6 +8,8 @@
  *
  * Usage: reader_workload <label> <file> <host|device> <callers> <in_flight> <pool threads, 0: no
  *        setting> <seconds> <sizes, e.g. 65536,1048576> [latency sizes] [latency reads]
+ * With READER_URL set, the reads go to that object through RemoteHandle (its transport as
+ * KVIKIO_REMOTE_BACKEND says) and <file> is a local copy of its bytes, for the checks.
  */
 #include <cuda.h>
 
@@ -96,9 +98,11 @@ int main(int argc, char** argv)
         check(cuMemcpyDtoH(host, reinterpret_cast<CUdeviceptr>(mem), n), "cuMemcpyDtoH");
       }};
     char const* const mem = device ? "device" : "host";
+    char const* const url = std::getenv("READER_URL");
+    kvikio::bench::ReadTarget target{path, url != nullptr ? url : ""};
     for (std::size_t const size : sizes) {
       auto const r =
-        kvikio::bench::reader_throughput(path, memory, size, callers, in_fl, seconds, 1);
+        kvikio::bench::reader_throughput(target, memory, size, callers, in_fl, seconds, 1);
       std::printf("%s random %s %zu c%ux%u pool%u: %.0f reads/s %.2f GB/s\n",
                   label.c_str(),
                   mem,
@@ -111,7 +115,7 @@ int main(int argc, char** argv)
       std::fflush(stdout);
     }
     for (std::size_t const size : lat_sizes) {
-      auto const l = kvikio::bench::reader_latency(path, memory, size, reads, 2);
+      auto const l = kvikio::bench::reader_latency(target, memory, size, reads, 2);
       std::printf("%s latency %s %zu: p50 %.1f us p99 %.1f us\n",
                   label.c_str(),
                   mem,
@@ -119,7 +123,7 @@ int main(int argc, char** argv)
                   l.p50_us,
                   l.p99_us);
       if (!device) {
-        auto const b = kvikio::bench::reader_latency(path, memory, size, reads, 2, true);
+        auto const b = kvikio::bench::reader_latency(target, memory, size, reads, 2, true);
         std::printf("%s latency bare-pread %zu: p50 %.1f us p99 %.1f us\n",
                     label.c_str(),
                     size,

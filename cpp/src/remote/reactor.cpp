@@ -1,12 +1,18 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <kvikio/detail/multi_poll.hpp>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include <curl/curl.h>
@@ -14,6 +20,7 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/curl.hpp>
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/multi_poll.hpp>
 
 #include "pread_chunks.hpp"
 #include "range_request.hpp"
@@ -25,6 +32,187 @@ namespace kvikio::detail {
 using multi_poll::Clock;
 using multi_poll::shut_down_error;
 using multi_poll::Transfer;
+
+namespace multi_poll {
+
+EventWaker::EventWaker() : fd_{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)}
+{
+  if (fd_ < 0) {
+    throw std::system_error(errno, std::generic_category(), "KvikIO: eventfd for a reactor");
+  }
+}
+
+EventWaker::~EventWaker() { ::close(fd_); }
+
+// Sequentially consistent: either the reactor sees `pending_` before it blocks, or this sees
+// `sleeping_` and writes the eventfd that ends its wait.
+void EventWaker::wake() noexcept
+{
+  pending_.store(true);
+  if (sleeping_.exchange(false)) {
+    std::uint64_t const one = 1;
+    (void)!::write(fd_, &one, sizeof one);  // only fails if the count is about to overflow
+  }
+}
+
+bool EventWaker::about_to_block() noexcept
+{
+  sleeping_.store(true);
+  return pending_.exchange(false);
+}
+
+void EventWaker::awake(bool signalled) noexcept
+{
+  sleeping_.store(false);
+  if (signalled) {
+    std::uint64_t count = 0;
+    (void)!::read(fd_, &count, sizeof count);
+  }
+}
+
+}  // namespace multi_poll
+
+namespace {
+
+// Events taken from the epoll set per wait: more wait for the next one.
+constexpr std::size_t events_per_wait = 64;
+
+// The longest wait without a deadline: a safety net, nothing is expected to need it.
+constexpr int longest_wait_ms = 1000;
+
+}  // namespace
+
+MultiPollTransport::Reactor::Reactor(std::size_t index,
+                                     std::shared_ptr<SharedChunks> shared,
+                                     std::atomic<std::size_t>& resumed)
+  : index_{index},
+    shared_{std::move(shared)},
+    resumed_{resumed},
+    waker_{std::make_shared<multi_poll::EventWaker>()}
+{
+  open_multi();
+  try {
+    thread_ = std::thread{[this] { run(); }};
+  } catch (...) {
+    close_multi();
+    throw;
+  }
+}
+
+void MultiPollTransport::Reactor::submit(std::vector<std::unique_ptr<Transfer>> transfers,
+                                         std::size_t max_in_flight)
+{
+  {
+    std::lock_guard const lock{mutex_};
+    for (auto& t : transfers) {
+      queue_.push_back(std::move(t));
+    }
+    max_in_flight_ = max_in_flight;
+  }
+  waker_->wake();
+}
+
+void MultiPollTransport::Reactor::stop() noexcept
+{
+  {
+    std::lock_guard const lock{mutex_};
+    if (stopping_) { return; }
+    stopping_ = true;
+  }
+  waker_->wake();
+  if (thread_.joinable()) { thread_.join(); }
+  close_multi();
+}
+
+// A multi handle and an epoll set that watches the waker; libcurl's callbacks point here.
+void MultiPollTransport::Reactor::open_multi()
+{
+  epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_ < 0) {
+    throw std::system_error(errno, std::generic_category(), "KvikIO: epoll_create1 for a reactor");
+  }
+  epoll_event ev{};
+  ev.events  = EPOLLIN;
+  ev.data.fd = waker_->fd();
+  if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, waker_->fd(), &ev) != 0) {
+    int const error = errno;
+    ::close(epoll_);
+    throw std::system_error(error, std::generic_category(), "KvikIO: epoll_ctl for a reactor");
+  }
+  multi_ = curl_multi_init();
+  if (multi_ == nullptr) {
+    ::close(epoll_);
+    throw std::runtime_error("KvikIO: curl_multi_init failed");
+  }
+  // Keep warm connections when concurrency dips (the default cache is 4x the handles added),
+  // and multiplex over HTTP/2 when the server offers it.
+  curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, 64L);
+  curl_multi_setopt(multi_, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+  curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &Reactor::on_socket);
+  curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, static_cast<void*>(this));
+  curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &Reactor::on_timer);
+  curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, static_cast<void*>(this));
+}
+
+void MultiPollTransport::Reactor::close_multi() noexcept
+{
+  if (multi_ != nullptr) {
+    curl_multi_cleanup(multi_);  // may still call on_socket: the epoll set is still open
+    multi_ = nullptr;
+  }
+  if (epoll_ >= 0) {
+    ::close(epoll_);
+    epoll_ = -1;
+  }
+  watched_.clear();
+  curl_deadline_.reset();
+}
+
+// A socket libcurl no longer wants stays in the epoll set until it reports an event (act()
+// takes it out then): a connection goes back to libcurl's cache after each transfer and is
+// usually wanted again by the next one, with the same events. Only a socket wanted without a
+// break since it was last set up is trusted to be in the set still; any other is set up again
+// (a socket libcurl closed left the set by itself, and its number may be another socket's now).
+int MultiPollTransport::Reactor::on_socket(CURL*, curl_socket_t socket, int what, void* self, void*)
+{
+  auto& r = *static_cast<Reactor*>(self);
+  if (socket < 0) { return 0; }
+  auto const fd = static_cast<std::size_t>(socket);
+  if (fd >= r.watched_.size()) { r.watched_.resize(fd + 1); }
+  auto& w = r.watched_[fd];
+  if (what == CURL_POLL_REMOVE) {
+    w.wanted = false;
+    return 0;
+  }
+  std::uint32_t const events =
+    ((what & CURL_POLL_IN) != 0 ? EPOLLIN : 0U) | ((what & CURL_POLL_OUT) != 0 ? EPOLLOUT : 0U);
+  if (w.wanted && w.in_set && w.events == events) { return 0; }
+  epoll_event ev{};
+  ev.events       = events;
+  ev.data.fd      = socket;
+  bool const done = (w.in_set && ::epoll_ctl(r.epoll_, EPOLL_CTL_MOD, socket, &ev) == 0) ||
+                    ::epoll_ctl(r.epoll_, EPOLL_CTL_ADD, socket, &ev) == 0 ||
+                    (errno == EEXIST && ::epoll_ctl(r.epoll_, EPOLL_CTL_MOD, socket, &ev) == 0);
+  if (!done) {
+    // libcurl waits for an event that cannot come: its transfer ends at its timeout.
+    KVIKIO_LOG_ERROR("multi-poll reactor: epoll_ctl for socket ", socket, " failed: errno ", errno);
+    w = {};
+    return 0;
+  }
+  w = {events, true, true};
+  return 0;
+}
+
+int MultiPollTransport::Reactor::on_timer(CURLM*, long timeout_ms, void* self)
+{
+  auto& r = *static_cast<Reactor*>(self);
+  if (timeout_ms < 0) {
+    r.curl_deadline_.reset();
+  } else {
+    r.curl_deadline_ = Clock::now() + std::chrono::milliseconds{timeout_ms};
+  }
+  return 0;
+}
 
 void MultiPollTransport::Reactor::start(Transfer& t)
 {
@@ -61,14 +249,96 @@ void MultiPollTransport::Reactor::judge(Transfer& t, CURLcode code)
       return;
     }
     t.sink->submit_rest();
-    t.state = Transfer::State::draining;  // ends once its copies are done (at once for host)
+    t.state = Transfer::State::draining;
+    // Host memory has no copies: the transfer ends now. Device copies wake the reactor.
+    if (t.sink->copies_done()) { t.end(nullptr); }
   } catch (...) {
     t.end(std::current_exception());
   }
 }
 
+// After a wake: resume paused transfers whose next slot is free, end those whose copies are done.
+void MultiPollTransport::Reactor::settle()
+{
+  for (auto& t : active_) {
+    try {
+      if (t->state == Transfer::State::running && t->sink->paused() && t->sink->ready_to_resume()) {
+        // May call the write callback at once, which may pause the transfer again.
+        CURLcode const resumed = curl_easy_pause(t->curl->get(), CURLPAUSE_CONT);
+        if (resumed != CURLE_OK) {
+          // The write callback run by the resume refused the bytes: the transfer ended here,
+          // and is judged as one libcurl ended (the sink's reason first: more bytes than the
+          // range, another range, a CUDA failure while copying).
+          curl_multi_remove_handle(multi_, t->curl->get());
+          --running_;
+          judge(*t, resumed);
+          continue;
+        }
+        resumed_.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (t->state == Transfer::State::draining && t->sink->copies_done()) { t->end(nullptr); }
+    } catch (...) {
+      if (t->state == Transfer::State::running) {
+        curl_multi_remove_handle(multi_, t->curl->get());
+        --running_;
+      }
+      t->end(std::current_exception());
+    }
+  }
+}
+
+// Retries whose backoff is over go first, then this reactor's own transfers, then shared ones,
+// up to the limit. libcurl starts what was added at its next timeout (at once).
+void MultiPollTransport::Reactor::start_what_fits(std::size_t max_in_flight)
+{
+  auto const now = Clock::now();
+  for (auto& t : active_) {
+    if (running_ >= max_in_flight) { break; }
+    if (t->state == Transfer::State::waiting_retry && t->retry_at <= now) { start(*t); }
+  }
+  if (running_ + waiting_.size() < max_in_flight) {
+    shared_->take(index_, max_in_flight - running_ - waiting_.size(), waiting_);
+  }
+  while (running_ < max_in_flight && !waiting_.empty()) {
+    active_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+    start(*active_.back());
+  }
+}
+
+void MultiPollTransport::Reactor::act(curl_socket_t socket, int events)
+{
+  if (socket != CURL_SOCKET_TIMEOUT) {
+    auto const fd = static_cast<std::size_t>(socket);
+    // Beyond the table: an event of an epoll set that a rebuild replaced in this same wait.
+    if (fd >= watched_.size()) { return; }
+    if (!watched_[fd].wanted) {  // an idle connection of libcurl's cache (the server closed it)
+      (void)::epoll_ctl(epoll_, EPOLL_CTL_DEL, socket, nullptr);
+      watched_[fd] = {};
+      return;
+    }
+  }
+  int still_running    = 0;
+  CURLMcode const code = curl_multi_socket_action(multi_, socket, events, &still_running);
+  if (code != CURLM_OK) { rebuild(code); }
+}
+
+void MultiPollTransport::Reactor::read_completions()
+{
+  int left = 0;
+  while (CURLMsg* msg = curl_multi_info_read(multi_, &left)) {
+    if (msg->msg != CURLMSG_DONE) { continue; }
+    Transfer* t = nullptr;
+    curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+    CURLcode const result = msg->data.result;
+    curl_multi_remove_handle(multi_, msg->easy_handle);
+    --running_;
+    judge(*t, result);
+  }
+}
+
 // A failing multi handle fails the transfers attached to it (each pread reports it) and is
-// replaced; the reactor and the other transfers go on.
+// replaced, with its epoll set; the reactor and the other transfers go on.
 void MultiPollTransport::Reactor::rebuild(CURLMcode code)
 {
   KVIKIO_LOG_ERROR("multi-poll reactor: ", curl_multi_strerror(code), "; rebuilding its handle");
@@ -81,23 +351,23 @@ void MultiPollTransport::Reactor::rebuild(CURLMcode code)
       t->end(error);
     }
   }
-  running_           = 0;
-  CURLM* const fresh = new_multi();
-  waker_->set(fresh);
-  curl_multi_cleanup(multi_);
-  multi_ = fresh;
+  running_ = 0;
+  close_multi();
+  open_multi();
 }
 
-int MultiPollTransport::Reactor::poll_timeout_ms(Clock::time_point now) const
+// Until libcurl's timer or the first retry is due; sockets and wakes end the wait earlier.
+int MultiPollTransport::Reactor::wait_timeout_ms(Clock::time_point now) const
 {
-  // libcurl's sockets, submissions and the host functions behind the copies that paused and
-  // draining transfers wait for (CopyWaker) wake the poll; the timeout is for retries, and a
-  // safety net.
-  int timeout = 1000;
+  auto until = [now](Clock::time_point due) {
+    auto const left = std::chrono::duration_cast<std::chrono::milliseconds>(due - now).count();
+    // Rounded up: waking before the deadline would only wait again.
+    return due <= now ? 0 : static_cast<int>(std::min<long long>(left + 1, longest_wait_ms));
+  };
+  int timeout = curl_deadline_ ? until(*curl_deadline_) : longest_wait_ms;
   for (auto const& t : active_) {
     if (t->state == Transfer::State::waiting_retry) {
-      auto const left = std::chrono::duration_cast<std::chrono::milliseconds>(t->retry_at - now);
-      timeout         = std::clamp(static_cast<int>(left.count()) + 1, 1, timeout);
+      timeout = std::min(timeout, until(t->retry_at));
     }
   }
   return timeout;
@@ -105,6 +375,8 @@ int MultiPollTransport::Reactor::poll_timeout_ms(Clock::time_point now) const
 
 void MultiPollTransport::Reactor::run()
 {
+  std::array<epoll_event, events_per_wait> events{};
+  bool woken = true;  // by the waker: submissions to take, paused or draining transfers to see
   while (true) {
     std::size_t max_in_flight = 0;
     {
@@ -116,70 +388,35 @@ void MultiPollTransport::Reactor::run()
       }
       max_in_flight = max_in_flight_;
     }
+    if (woken) { settle(); }
+    start_what_fits(max_in_flight);
+    std::erase_if(active_, [](auto const& t) { return t->state == Transfer::State::ended; });
 
-    int still_running    = 0;
-    CURLMcode const code = curl_multi_perform(multi_, &still_running);
-    if (code != CURLM_OK) { rebuild(code); }
-    int left = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi_, &left)) {
-      if (msg->msg != CURLMSG_DONE) { continue; }
-      Transfer* t = nullptr;
-      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
-      CURLcode const result = msg->data.result;
-      curl_multi_remove_handle(multi_, msg->easy_handle);
-      --running_;
-      judge(*t, result);
-    }
-    // Resume paused transfers whose next slot is free; end those whose copies are done.
-    for (auto& t : active_) {
-      try {
-        if (t->state == Transfer::State::running && t->sink->paused() &&
-            t->sink->ready_to_resume()) {
-          // May call the write callback at once, which may pause the transfer again.
-          CURLcode const resumed = curl_easy_pause(t->curl->get(), CURLPAUSE_CONT);
-          if (resumed != CURLE_OK) {
-            // The write callback run by the resume refused the bytes: the transfer ended here,
-            // and is judged as one libcurl ended (the sink's reason first: more bytes than the
-            // range, another range, a CUDA failure while copying).
-            curl_multi_remove_handle(multi_, t->curl->get());
-            --running_;
-            judge(*t, resumed);
-            continue;
-          }
-          resumed_.fetch_add(1, std::memory_order_relaxed);
-        }
-        if (t->state == Transfer::State::draining && t->sink->copies_done()) { t->end(nullptr); }
-      } catch (...) {
-        if (t->state == Transfer::State::running) {
-          curl_multi_remove_handle(multi_, t->curl->get());
-          --running_;
-        }
-        t->end(std::current_exception());
+    // A wake that came while the reactor was busy is a note read here: then it does not block.
+    bool const noted = waker_->about_to_block();
+    int const n      = ::epoll_wait(epoll_,
+                               events.data(),
+                               static_cast<int>(events.size()),
+                               noted ? 0 : wait_timeout_ms(Clock::now()));
+    bool signalled   = false;
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.fd == waker_->fd()) {
+        signalled = true;
+        continue;
       }
+      std::uint32_t const e = events[i].events;
+      act(events[i].data.fd,
+          ((e & (EPOLLIN | EPOLLHUP)) != 0 ? CURL_CSELECT_IN : 0) |
+            ((e & EPOLLOUT) != 0 ? CURL_CSELECT_OUT : 0) |
+            ((e & EPOLLERR) != 0 ? CURL_CSELECT_ERR : 0));
     }
-    std::erase_if(active_, [](auto const& t) { return t->state == Transfer::State::ended; });
-
-    // Retries whose backoff is over go first, then this reactor's own transfers, then shared
-    // ones, up to the limit. What starts now is driven by the next curl_multi_perform, after a
-    // poll that does not wait.
-    auto const now            = Clock::now();
-    std::size_t const running = running_;
-    for (auto& t : active_) {
-      if (running_ >= max_in_flight) { break; }
-      if (t->state == Transfer::State::waiting_retry && t->retry_at <= now) { start(*t); }
+    waker_->awake(signalled);
+    woken = noted || signalled;
+    if (curl_deadline_ && *curl_deadline_ <= Clock::now()) {
+      curl_deadline_.reset();  // libcurl sets the next one from inside
+      act(CURL_SOCKET_TIMEOUT, 0);
     }
-    if (running_ + waiting_.size() < max_in_flight) {
-      shared_->take(index_, max_in_flight - running_ - waiting_.size(), waiting_);
-    }
-    while (running_ < max_in_flight && !waiting_.empty()) {
-      active_.push_back(std::move(waiting_.front()));
-      waiting_.pop_front();
-      start(*active_.back());
-    }
-    std::erase_if(active_, [](auto const& t) { return t->state == Transfer::State::ended; });
-    int const timeout      = running_ > running ? 0 : poll_timeout_ms(now);
-    CURLMcode const polled = curl_multi_poll(multi_, nullptr, 0, timeout, nullptr);
-    if (polled != CURLM_OK) { rebuild(polled); }
+    read_completions();
   }
 
   // Stopping: nothing in flight or queued may write after stop() returns.

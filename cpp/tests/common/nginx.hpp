@@ -75,7 +75,8 @@ class Nginx {
   // nginx exits (address in use) while that server answers in its place. So nginx counts as up
   // once its pid file (written after it bound and listens on its port) names it; else it starts
   // again on another port.
-  Nginx()
+  /// `http_directives`: more of nginx's `http` block, e.g. "keepalive_timeout 0;".
+  explicit Nginx(std::string http_directives = {}) : http_directives_{std::move(http_directives)}
   {
     if (::access(binary, X_OK) != 0) {
       throw std::runtime_error(std::string{binary} +
@@ -115,9 +116,9 @@ class Nginx {
       << ";\nevents {}\nhttp {\n  access_log off;\n  sendfile on;\n  client_body_temp_path "
       << dir_.file("tmp") << ";\n  proxy_temp_path " << dir_.file("tmp")
       << ";\n  fastcgi_temp_path " << dir_.file("tmp") << ";\n  uwsgi_temp_path "
-      << dir_.file("tmp") << ";\n  scgi_temp_path " << dir_.file("tmp")
-      << ";\n  server {\n    listen 127.0.0.1:" << port_ << ";\n    root " << root()
-      << ";\n  }\n}\n";
+      << dir_.file("tmp") << ";\n  scgi_temp_path " << dir_.file("tmp") << ";\n  "
+      << http_directives_ << "\n  server {\n    listen 127.0.0.1:" << port_ << ";\n    root "
+      << root() << ";\n  }\n}\n";
     std::filesystem::remove(dir_.file("nginx.pid"));
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -160,6 +161,7 @@ class Nginx {
   }
 
   TempDir dir_;
+  std::string http_directives_;
   int port_{0};
   pid_t pid_{-1};
 };
