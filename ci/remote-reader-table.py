@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The rows of a remote-reader-bench.sh log as a Markdown table: per memory, size and variant,
+each library's median reads/s over the rounds, ours against upstream (and against "before" when
+the log has it), and each library's CPU seconds per GB read (the process's user + system time,
+start-up and checks included, over the bytes its reads moved).
+
+Usage: remote-reader-table.py remote-reader.log
+"""
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+RANDOM = re.compile(r"^(\w+)/(\S+) random (\S+) (\d+) c\d+x\d+ pool\d+: (\d+) reads/s ([\d.]+) GB/s")
+CPU = re.compile(r"^cpu (\w+)/(\S+) (\S+) (\d+) user ([\d.]+) sys ([\d.]+) wall ([\d.]+)")
+SECONDS = 2.0  # READER_SECONDS: the measured part of each run
+
+
+def size_text(n):
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+
+def main():
+    rates = defaultdict(list)
+    cpu = defaultdict(list)
+    last_rate = {}
+    with open(sys.argv[1]) as log:
+        for line in log:
+            if m := RANDOM.match(line):
+                lib, variant, mem, size, rate, _ = m.groups()
+                key = (mem, int(size), variant)
+                rates[(lib, key)].append(float(rate))
+                last_rate[(lib, key)] = float(rate)
+            elif m := CPU.match(line):
+                lib, variant, mem, size, user, system, _ = m.groups()
+                key = (mem, int(size), variant)
+                rate = last_rate.pop((lib, key), None)
+                if rate:
+                    gigabytes = rate * SECONDS * int(size) / 1e9
+                    cpu[(lib, key)].append((float(user) + float(system)) / gigabytes)
+    libs = [lib for lib in ("upstream", "before", "ours") if any(k[0] == lib for k in rates)]
+    keys = sorted({k for (_, k) in rates}, key=lambda k: (k[0], k[1], k[2]))
+    head = ["memory", "size", "variant"]
+    head += [f"{lib} reads/s" for lib in libs] + ["ours GB/s", "ours / upstream"]
+    if "before" in libs:
+        head.append("ours / before")
+    head += [f"{lib} CPU s/GB" for lib in libs]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for key in keys:
+        med = {lib: statistics.median(rates[(lib, key)]) for lib in libs if rates.get((lib, key))}
+        if "ours" not in med:
+            continue
+        row = [key[0], size_text(key[1]), key[2]]
+        row += [f"{med[lib]:.0f}" if lib in med else "-" for lib in libs]
+        row.append(f"{med['ours'] * key[1] / 1e9:.2f}")
+        row.append(f"**{med['ours'] / med['upstream']:.2f}**" if "upstream" in med else "-")
+        if "before" in libs:
+            row.append(f"{med['ours'] / med['before']:.2f}" if "before" in med else "-")
+        for lib in libs:
+            c = cpu.get((lib, key))
+            row.append(f"{statistics.median(c):.3f}" if c else "-")
+        print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()
