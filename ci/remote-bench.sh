@@ -9,13 +9,18 @@
 #      beside plain libcurl and one plain GET;
 #   2. latency: cpp/benchmarks/latency_server.py with 0 ms (checked against nginx: the server
 #      must not be the bottleneck) and 50 ms first-byte delay, a 128 MiB object, 1 MiB tasks,
-#      N = 1..128 in flight: easy with N threads against multi-poll with N/8 reactors.
+#      N = 1..128 in flight: easy with N threads against multi-poll with N/8 reactors;
+#   3. the reader's workload (READER=1; kvikio_bench remote random): 4 callers x 8 ranged reads
+#      in flight at random offsets of the 2 GiB object, READER_SIZES (64KiB,1MiB,8MiB), easy
+#      with R threads against multi-poll with R reactors (READER_R: 1,4,8) of READER_C transfers
+#      each (the setting's default, 8), beside one thread of plain libcurl multi, MEMS.
+# BENCH=<kvikio_bench> measures another build (with its library on LD_LIBRARY_PATH).
 # Output: $OUT/remote-bench.log (tables) and $OUT/remote-bench.jsonl.
 set -uo pipefail
 OUT=${OUT:-/tmp/kvikio-remote-bench}
 mkdir -p "$OUT"
 root=$PWD
-bench=$root/build/release/cpp/benchmarks/kvikio_bench
+bench=${BENCH:-$root/build/release/cpp/benchmarks/kvikio_bench}
 work=$(mktemp -d)
 status=0
 
@@ -44,6 +49,15 @@ if [[ ${BANDWIDTH:-1} == 1 ]]; then
       run remote read --url http://127.0.0.1:18080/obj.bin --backend easy,multi_poll --threads $r \
         --reactors $r --connections ${BANDWIDTH_C:-8} --task-size 4MiB --repeat 3 --mem $mem
     done
+  done
+fi
+if [[ ${READER:-0} == 1 ]]; then
+  for mem in ${MEMS:-host device}; do
+    run remote random --url http://127.0.0.1:18080/obj.bin --reference "$work/www/obj.bin" \
+      --backend easy,multi_poll --threads "${READER_R:-1,4,8}" --reactors "${READER_R:-1,4,8}" \
+      --connections "${READER_C:-0}" --io-size "${READER_SIZES:-64KiB,1MiB,8MiB}" --callers 4 \
+      --in-flight 8 --seconds 2 --repeat 2 --latency-size 4KiB,64KiB --latency-reads 1000 \
+      --mem "$mem"
   done
 fi
 if [[ ${LATENCY:-1} == 1 ]]; then

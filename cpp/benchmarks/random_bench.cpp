@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -86,6 +87,9 @@ struct Sweep {
   std::vector<std::string> latency_sizes;
   std::size_t latency_reads;
   std::string json;
+  // A row measured beside the variants (host memory; none if empty): reads/s at a size.
+  std::string baseline_name;
+  std::function<double(std::size_t)> baseline;
 };
 
 // Each point: the variants in turn, `repeat` rounds, medians; the target is opened again for
@@ -114,7 +118,9 @@ int run_sweep(Sweep const& s, std::vector<Variant> const& variants)
   for (auto const& size_text : s.io_sizes) {
     std::size_t const size = parse_size(size_text);
     std::vector<std::vector<double>> rates(variants.size()), cpu(variants.size());
+    std::vector<double> baseline;
     for (unsigned rep = 0; rep < s.repeat; ++rep) {
+      if (s.baseline) { baseline.push_back(s.baseline(size)); }
       for (std::size_t v = 0; v < variants.size(); ++v) {
         variants[v].apply();
         ReadTarget target{s.path, s.url};
@@ -124,6 +130,20 @@ int run_sweep(Sweep const& s, std::vector<Variant> const& variants)
         double const bytes = static_cast<double>(r.reads) * static_cast<double>(size);
         rates[v].push_back(r.reads_per_second());
         cpu[v].push_back((cpu_seconds_now() - cpu0) / (bytes / 1e9));
+      }
+    }
+    if (s.baseline) {
+      double const rate = median(baseline);
+      std::printf("%-22s %7s %12.0f %9.2f %9s\n",
+                  s.baseline_name.c_str(),
+                  size_text.c_str(),
+                  rate,
+                  rate * static_cast<double>(size) / 1e9,
+                  "-");
+      if (json.is_open()) {
+        json << "{\"bench\":\"" << s.bench << " random\",\"mem\":\"host\",\"variant\":\""
+             << s.baseline_name << "\",\"io_size\":" << size << ",\"reads_per_s_median\":" << rate
+             << ",\"repeats\":" << s.repeat << ",\"source\":\"" << source << "\"" << where << "}\n";
       }
     }
     for (std::size_t v = 0; v < variants.size(); ++v) {
@@ -202,7 +222,9 @@ int run_local_random(LocalOptions const& o)
                     o.repeat,
                     o.latency_sizes,
                     o.latency_reads,
-                    o.json},
+                    o.json,
+                    "",
+                    {}},
                    variants);
 }
 
@@ -231,6 +253,8 @@ int run_remote_random(RemoteOptions const& o)
          }});
     }
   }
+  std::size_t const object_size = std::filesystem::file_size(o.reference);
+  unsigned const in_flight      = o.callers * o.in_flight;
   return run_sweep({"remote",
                     o.reference,
                     o.url,
@@ -242,7 +266,12 @@ int run_remote_random(RemoteOptions const& o)
                     o.repeat,
                     o.latency_sizes,
                     o.latency_reads,
-                    o.json},
+                    o.json,
+                    "libcurl multi, 1 thread",
+                    [&o, object_size, in_flight](std::size_t size) {
+                      return curl_multi_random_reads(
+                        o.url, object_size, size, in_flight, o.seconds);
+                    }},
                    variants);
 }
 #endif

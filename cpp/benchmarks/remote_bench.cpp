@@ -12,9 +12,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <ctime>
 #include <memory>
+#include <random>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <curl/curl.h>
 
@@ -91,6 +95,73 @@ void curl_single_get(std::string const& url, char* dst, std::size_t size)
   }
   curl_easy_cleanup(h);
 }
+
+}  // namespace
+
+double curl_multi_random_reads(std::string const& url,
+                               std::size_t object_size,
+                               std::size_t io_size,
+                               unsigned in_flight,
+                               double seconds)
+{
+  struct Slot {
+    CURL* easy;
+    std::vector<char> dst;
+    Target target;
+    std::string range;
+  };
+  std::vector<Slot> slots(in_flight);
+  std::mt19937_64 rng{4242};
+  CURLM* multi          = curl_multi_init();
+  auto const start_read = [&](Slot& s) {
+    std::size_t const offset = rng() % (object_size - io_size);
+    s.range                  = std::to_string(offset) + "-" + std::to_string(offset + io_size - 1);
+    s.target                 = {s.dst.data(), io_size, 0};
+    curl_easy_setopt(s.easy, CURLOPT_RANGE, s.range.c_str());
+    curl_multi_add_handle(multi, s.easy);
+  };
+  for (auto& s : slots) {  // set up once; only the range changes from read to read
+    s.easy = curl_easy_init();
+    s.dst.resize(io_size);
+    curl_easy_setopt(s.easy, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(s.easy, CURLOPT_WRITEFUNCTION, &copy_body);
+    curl_easy_setopt(s.easy, CURLOPT_WRITEDATA, static_cast<void*>(&s.target));
+    curl_easy_setopt(s.easy, CURLOPT_PRIVATE, static_cast<void*>(&s));
+    start_read(s);
+  }
+  std::size_t reads   = 0;
+  auto const t0       = std::chrono::steady_clock::now();
+  auto const deadline = t0 + std::chrono::duration<double>(seconds);
+  bool stopping       = false;
+  for (int running = static_cast<int>(in_flight); running > 0 || !stopping;) {
+    curl_multi_perform(multi, &running);
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+      if (msg->msg != CURLMSG_DONE) { continue; }
+      Slot* s = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &s);
+      if (msg->data.result != CURLE_OK || s->target.got != io_size) {
+        std::fprintf(stderr, "kvikio_bench: baseline GET of %s failed\n", s->range.c_str());
+        std::abort();
+      }
+      curl_multi_remove_handle(multi, s->easy);
+      ++reads;
+      stopping = stopping || std::chrono::steady_clock::now() >= deadline;
+      if (!stopping) { start_read(*s); }
+    }
+    curl_multi_perform(multi, &running);
+    if (running == 0 && stopping) { break; }
+    curl_multi_poll(multi, nullptr, 0, 100, nullptr);
+  }
+  double const took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& s : slots) {
+    curl_easy_cleanup(s.easy);
+  }
+  curl_multi_cleanup(multi);
+  return static_cast<double>(reads) / took;
+}
+
+namespace {
 
 // `kvikio_bench remote read --mem device --devices 0,1,...`: the whole object into every GPU at
 // once through the first transport asked for (easy: each GPU's pool; multi-poll: the reactors).

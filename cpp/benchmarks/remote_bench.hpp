@@ -39,6 +39,15 @@ struct RemoteOptions {
 /// Runs `kvikio_bench remote read ...`; returns the process exit code.
 int run_remote(RemoteOptions const& options);
 
+/// The reader's workload's baseline: one thread, one libcurl multi handle and `in_flight` easy
+/// handles set up once, fetching ranges of `io_size` bytes at random offsets of the object into
+/// host memory for `seconds` (only the range changes between reads); reads per second.
+double curl_multi_random_reads(std::string const& url,
+                               std::size_t object_size,
+                               std::size_t io_size,
+                               unsigned in_flight,
+                               double seconds);
+
 /// Runs `kvikio_bench remote random ...` (the reader's workload); returns the exit code.
 int run_remote_random(RemoteOptions const& options);
 
