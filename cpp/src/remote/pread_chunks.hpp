@@ -3,6 +3,7 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <deque>
@@ -130,13 +131,16 @@ class MultiPollTransport::SharedChunks {
     takers_ = takers;
   }
 
-  /// Moves up to `n` chunks into `into`, if reactor `index` is one of those that take.
+  /// Moves up to `n` chunks into `into`, if reactor `index` is one of those that take, and no
+  /// more than its share of those waiting (a reactor that wakes first would otherwise take all
+  /// of a burst of large reads and copy them alone while the others idle).
   void take(std::size_t index,
             std::size_t n,
             std::deque<std::unique_ptr<multi_poll::Transfer>>& into)
   {
     std::lock_guard const lock{mutex_};
     if (index >= takers_) { return; }
+    n = std::min(n, (chunks_.size() + takers_ - 1) / takers_);
     for (; n > 0 && !chunks_.empty(); --n) {
       into.push_back(std::move(chunks_.front()));
       chunks_.pop_front();
