@@ -47,7 +47,7 @@ enum class LocalIOBackend : uint8_t {
  */
 enum class RemoteIOBackend : uint8_t {
   EASY_THREADPOOL    = 0,  ///< one blocking libcurl easy transfer per task on the thread pool
-  MULTI_POLL         = 1,  ///< reactor threads multiplexing transfers with `curl_multi_poll`
+  MULTI_POLL         = 1,  ///< reactor threads multiplexing transfers (libcurl's multi interface)
   LIBCURL_EASY       = EASY_THREADPOOL,  ///< the same as EASY_THREADPOOL
   LIBCURL_MULTI_POLL = MULTI_POLL,       ///< the same as MULTI_POLL
 };

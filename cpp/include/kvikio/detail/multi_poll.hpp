@@ -17,8 +17,8 @@
 namespace kvikio::detail {
 
 /**
- * @brief The multi-poll transport: reactor threads, each driving one libcurl multi handle with
- * `curl_multi_poll`, so that many transfers are in flight on few threads.
+ * @brief The multi-poll transport: reactor threads, each driving one libcurl multi handle from
+ * an epoll set (`curl_multi_socket_action`), so that many transfers are in flight on few threads.
  *
  * A pread is cut into chunks of `task_size`. With `PER_CHUNK` dispatch the chunks wait in one
  * queue that every reactor takes from whenever it has room, so a reactor whose connections are
