@@ -257,12 +257,19 @@ void MultiPollTransport::Reactor::judge(Transfer& t, CURLcode code)
   }
 }
 
-// After a wake: resume paused transfers whose next slot is free, end those whose copies are done.
+// After a wake: resume paused transfers whose next slot is free, end those whose copies are done;
+// the others wait for another wake (rearm: the host function that woke the reactor may have been
+// ahead of their copies).
 void MultiPollTransport::Reactor::settle()
 {
   for (auto& t : active_) {
     try {
-      if (t->state == Transfer::State::running && t->sink->paused() && t->sink->ready_to_resume()) {
+      bool const paused = t->state == Transfer::State::running && t->sink->paused();
+      if (paused && !t->sink->ready_to_resume()) {
+        t->sink->rearm();
+        continue;
+      }
+      if (paused) {
         // May call the write callback at once, which may pause the transfer again.
         CURLcode const resumed = curl_easy_pause(t->curl->get(), CURLPAUSE_CONT);
         if (resumed != CURLE_OK) {
@@ -276,7 +283,13 @@ void MultiPollTransport::Reactor::settle()
         }
         resumed_.fetch_add(1, std::memory_order_relaxed);
       }
-      if (t->state == Transfer::State::draining && t->sink->copies_done()) { t->end(nullptr); }
+      if (t->state == Transfer::State::draining) {
+        if (t->sink->copies_done()) {
+          t->end(nullptr);
+        } else {
+          t->sink->rearm();
+        }
+      }
     } catch (...) {
       if (t->state == Transfer::State::running) {
         curl_multi_remove_handle(multi_, t->curl->get());

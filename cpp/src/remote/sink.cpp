@@ -153,23 +153,53 @@ void RemoteSink::flush()
   slot_    = nullptr;
 }
 
+bool CopyWaker::claim_host_function(CUstream stream)
+{
+  std::lock_guard const lock{mutex_};
+  if (std::find(pending_.begin(), pending_.end(), stream) != pending_.end()) { return false; }
+  pending_.push_back(stream);
+  return true;
+}
+
+void CopyWaker::host_function_ran(CUstream stream) noexcept
+{
+  std::lock_guard const lock{mutex_};
+  std::erase(pending_, stream);
+}
+
 // A host function behind the copies enqueued so far wakes the reactor when they are done, so
-// that it never polls the GPU. It owns a reference to the waker: the reactor may be gone by then.
+// that it never polls the GPU; if one is pending on the stream already, the reactor re-arms once
+// that one woke it. The host function owns a reference to the waker: the reactor may be gone by
+// then.
 void RemoteSink::wake_after_copies()
 {
-  auto* waker      = new std::shared_ptr<CopyWaker>(waker_);
+  if (!waker_->claim_host_function(stream_)) { return; }
+  struct Pending {
+    std::shared_ptr<CopyWaker> waker;
+    CUstream stream;
+  };
+  auto* pending    = new Pending{waker_, stream_};
   CUresult const r = cudaAPI::instance().LaunchHostFunc(
     stream_,
     [](void* user) {
-      auto* w = static_cast<std::shared_ptr<CopyWaker>*>(user);
-      (*w)->wake();
-      delete w;
+      auto* p = static_cast<Pending*>(user);
+      p->waker->host_function_ran(p->stream);
+      p->waker->wake();
+      delete p;
     },
-    waker);
+    pending);
   if (r != CUDA_SUCCESS) {
-    delete waker;
+    waker_->host_function_ran(stream_);
+    delete pending;
     KVIKIO_CUDA_DRIVER_TRY(r);
   }
+}
+
+void RemoteSink::rearm()
+{
+  if (!waker_ || stream_ == nullptr) { return; }
+  PushAndPopContext const context{ctx_};
+  wake_after_copies();
 }
 
 bool RemoteSink::ready_to_resume()

@@ -6,8 +6,10 @@
 #include <cstddef>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <cuda.h>
 
@@ -17,12 +19,28 @@ namespace kvikio::detail {
 
 /**
  * @brief Wakes whoever drives non-blocking sinks (the multi-poll reactor) once copies it waits
- * for have completed. Called from a CUDA host function: it must make no CUDA call.
+ * for have completed. wake() is called from a CUDA host function: it must make no CUDA call.
+ *
+ * One host function at a time per stream: a host function wakes its waker once every copy
+ * enqueued on its stream before it is done, so while one is pending, the copies enqueued after
+ * it wait for the driver of the sinks to arm the next one (RemoteSink::rearm) once it was woken.
+ * At many transfers a second this is one host function per wakeup instead of one per transfer
+ * (the driver runs them all on one thread, and each blocks its stream while it runs).
  */
 class CopyWaker {
  public:
   virtual ~CopyWaker()         = default;
   virtual void wake() noexcept = 0;
+
+  /// @brief Whether the caller is to launch a host function on `stream` (none is pending
+  /// there); if so, one is recorded as pending there until host_function_ran(stream).
+  bool claim_host_function(CUstream stream);
+  /// @brief The host function claimed on `stream` ran (before it wakes the waker).
+  void host_function_ran(CUstream stream) noexcept;
+
+ private:
+  std::mutex mutex_;
+  std::vector<CUstream> pending_;  // streams with a host function pending
 };
 
 /**
@@ -82,6 +100,9 @@ class RemoteSink {
   /// @brief Copies what is still in the ring's current slot, without waiting; the waker is
   /// woken when every copy is done.
   void submit_rest();
+  /// @brief After a wake: makes sure the waker is woken again once this sink's copies are done
+  /// (a host function pending on its stream then was launched before some of them).
+  void rearm();
   /// @brief Without waiting: whether every copy has completed (true for host memory).
   [[nodiscard]] bool copies_done();
 
