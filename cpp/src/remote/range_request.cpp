@@ -41,15 +41,20 @@ std::runtime_error RangeRequest::ended_by_close() const
                             "stalled or retrying");
 }
 
+bool RangeRequest::stalled_after_close(curl_off_t received)
+{
+  if (owner_ == nullptr) { return false; }
+  auto const now = std::chrono::steady_clock::now();
+  if (received != progress_bytes_) {
+    progress_bytes_ = received;
+    progress_at_    = now;
+  }
+  return owner_->closing() && now - progress_at_ >= stall_after_close;
+}
+
 int RangeRequest::progress(void* self, curl_off_t, curl_off_t received, curl_off_t, curl_off_t)
 {
-  auto& request  = *static_cast<RangeRequest*>(self);
-  auto const now = std::chrono::steady_clock::now();
-  if (received != request.progress_bytes_) {
-    request.progress_bytes_ = received;
-    request.progress_at_    = now;
-  }
-  return request.owner_->closing() && now - request.progress_at_ >= stall_after_close ? 1 : 0;
+  return static_cast<RangeRequest*>(self)->stalled_after_close(received) ? 1 : 0;
 }
 
 void RangeRequest::prepare(CurlHandle& curl)

@@ -60,6 +60,14 @@ class RangeRequest {
   /// @brief The error of a request cut because its handle was closed before it finished.
   [[nodiscard]] std::runtime_error ended_by_close() const;
 
+  /**
+   * @brief Whether this attempt is to be cut: its handle is closing and its body (`received`
+   * bytes so far, libcurl's count) has not grown for a second. libcurl's progress callback asks
+   * this whenever libcurl runs the transfer; the multi-poll reactor asks it on a clock too, as
+   * libcurl does not run a transfer whose server sends nothing.
+   */
+  [[nodiscard]] bool stalled_after_close(curl_off_t received);
+
   /// @brief "<url> (<size> bytes at offset <offset>)", for messages.
   [[nodiscard]] std::string const& what() const noexcept { return retry_.what(); }
 

@@ -19,6 +19,7 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/curl.hpp>
+#include <kvikio/detail/in_flight.hpp>
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/multi_poll.hpp>
 
@@ -79,6 +80,10 @@ constexpr std::size_t events_per_wait = 64;
 
 // The longest wait without a deadline: a safety net, nothing is expected to need it.
 constexpr int longest_wait_ms = 1000;
+
+// How often transfers of closing handles are looked at (RangeRequest::stalled_after_close),
+// and so the longest wait while transfers run.
+constexpr std::chrono::milliseconds stall_check_interval{250};
 
 }  // namespace
 
@@ -336,6 +341,25 @@ void MultiPollTransport::Reactor::act(curl_socket_t socket, int events)
   if (code != CURLM_OK) { rebuild(code); }
 }
 
+// libcurl runs a transfer only when its socket or its timer says so: one whose server sends
+// nothing is not run until its timeout, and so never asks whether its handle is closing. The
+// reactor asks for it, a few times a second; a transfer cut here ends as one its progress
+// callback cut.
+void MultiPollTransport::Reactor::cut_stalled_after_close()
+{
+  for (auto& t : active_) {
+    if (t->state != Transfer::State::running) { continue; }
+    InFlight const* const owner = t->completion->owner();
+    if (owner == nullptr || !owner->closing()) { continue; }
+    curl_off_t received = 0;
+    curl_easy_getinfo(t->curl->get(), CURLINFO_SIZE_DOWNLOAD_T, &received);
+    if (!t->request->stalled_after_close(received)) { continue; }
+    curl_multi_remove_handle(multi_, t->curl->get());
+    --running_;
+    judge(*t, CURLE_ABORTED_BY_CALLBACK);
+  }
+}
+
 void MultiPollTransport::Reactor::read_completions()
 {
   int left = 0;
@@ -378,6 +402,9 @@ int MultiPollTransport::Reactor::wait_timeout_ms(Clock::time_point now) const
     return due <= now ? 0 : static_cast<int>(std::min<long long>(left + 1, longest_wait_ms));
   };
   int timeout = curl_deadline_ ? until(*curl_deadline_) : longest_wait_ms;
+  if (running_ > 0) {
+    timeout = std::min(timeout, until(last_stall_check_ + stall_check_interval));
+  }
   for (auto const& t : active_) {
     if (t->state == Transfer::State::waiting_retry) {
       timeout = std::min(timeout, until(t->retry_at));
@@ -430,6 +457,10 @@ void MultiPollTransport::Reactor::run()
       act(CURL_SOCKET_TIMEOUT, 0);
     }
     read_completions();
+    if (running_ > 0 && Clock::now() >= last_stall_check_ + stall_check_interval) {
+      last_stall_check_ = Clock::now();
+      cut_stalled_after_close();
+    }
   }
 
   // Stopping: nothing in flight or queued may write after stop() returns.

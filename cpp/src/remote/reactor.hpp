@@ -93,6 +93,7 @@ class MultiPollTransport::Reactor {
   void start_what_fits(std::size_t max_in_flight);
   void act(curl_socket_t socket, int events);
   void read_completions();
+  void cut_stalled_after_close();
   void rebuild(CURLMcode code);
   [[nodiscard]] int wait_timeout_ms(multi_poll::Clock::time_point now) const;
 
@@ -115,6 +116,7 @@ class MultiPollTransport::Reactor {
   };
   std::vector<Watched> watched_;
   std::optional<multi_poll::Clock::time_point> curl_deadline_;  // libcurl's timer
+  multi_poll::Clock::time_point last_stall_check_{};            // cut_stalled_after_close()
   std::deque<std::unique_ptr<multi_poll::Transfer>>
     waiting_;  // not started yet: own first, then shared
   std::vector<std::unique_ptr<multi_poll::Transfer>> active_;  // started and not ended
