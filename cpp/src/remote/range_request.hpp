@@ -28,7 +28,8 @@ namespace kvikio::detail {
  * A request made for a handle (`owner`, the handle's InFlight) keeps going while its handle is
  * closing as long as bytes arrive (closing waits for reads), but it is not retried then, and an
  * attempt that receives nothing for a second once the handle is closing (a stalled server) is cut
- * (libcurl's progress callback runs at least once a second, stalled or not). So a handle
+ * (stalled_after_close(): asked by libcurl's progress callback, which a blocking easy transfer
+ * runs at least once a second, stalled or not, and by the multi-poll reactor). So a handle
  * destroyed under a read against a stalled server waits about a second, not the HTTP timeout
  * times the attempts.
  */
