@@ -22,6 +22,33 @@
 #include "remote_bench.hpp"
 #endif
 
+namespace {
+
+// The reader's workload's options, the same for `local random` and `remote random`.
+void add_reader_options(CLI::App* cmd, kvikio::bench::ReaderOptions& o)
+{
+  cmd->add_option("--io-size", o.io_sizes, "random: read sizes to sweep")
+    ->delimiter(',')
+    ->default_str("64KiB,1MiB,8MiB");
+  cmd->add_option("--callers", o.callers, "random: caller threads")
+    ->default_val(4)
+    ->check(CLI::PositiveNumber);
+  cmd->add_option("--in-flight", o.in_flight, "random: reads in flight per caller")
+    ->default_val(8)
+    ->check(CLI::PositiveNumber);
+  cmd->add_option("--seconds", o.seconds, "random: seconds per run")
+    ->default_val(2.0)
+    ->check(CLI::PositiveNumber);
+  cmd->add_option("--latency-size", o.latency_sizes, "random: synchronous read sizes to time")
+    ->delimiter(',')
+    ->default_str("4KiB,64KiB");
+  cmd->add_option("--latency-reads", o.latency_reads, "random: timed reads per size")
+    ->default_val(2000)
+    ->check(CLI::PositiveNumber);
+}
+
+}  // namespace
+
 int main(int argc, char** argv)
 {
   CLI::App app{"kvikio_bench: KvikIO throughput beside its baselines"};
@@ -59,25 +86,7 @@ int main(int argc, char** argv)
   local_cmd->add_flag(
     "--create", local.create, "write the file with random bytes first if it is too small");
   local_cmd->add_option("--json", local.json, "append one JSON line per row to this file");
-  local_cmd->add_option("--io-size", local.io_sizes, "random: read sizes to sweep")
-    ->delimiter(',')
-    ->default_str("64KiB,1MiB,8MiB");
-  local_cmd->add_option("--callers", local.callers, "random: caller threads")
-    ->default_val(4)
-    ->check(CLI::PositiveNumber);
-  local_cmd->add_option("--in-flight", local.in_flight, "random: reads in flight per caller")
-    ->default_val(8)
-    ->check(CLI::PositiveNumber);
-  local_cmd->add_option("--seconds", local.seconds, "random: seconds per run")
-    ->default_val(2.0)
-    ->check(CLI::PositiveNumber);
-  local_cmd
-    ->add_option("--latency-size", local.latency_sizes, "random: synchronous read sizes to time")
-    ->delimiter(',')
-    ->default_str("4KiB,64KiB");
-  local_cmd->add_option("--latency-reads", local.latency_reads, "random: timed reads per size")
-    ->default_val(2000)
-    ->check(CLI::PositiveNumber);
+  add_reader_options(local_cmd, local.reader);
   local_cmd
     ->add_option("--api",
                  local.api,
@@ -175,25 +184,7 @@ int main(int argc, char** argv)
   remote_cmd
     ->add_option("--reference", remote.reference, "random: a local file with the object's bytes")
     ->check(CLI::ExistingFile);
-  remote_cmd->add_option("--io-size", remote.io_sizes, "random: read sizes to sweep")
-    ->delimiter(',')
-    ->default_str("64KiB,1MiB,8MiB");
-  remote_cmd->add_option("--callers", remote.callers, "random: caller threads")
-    ->default_val(4)
-    ->check(CLI::PositiveNumber);
-  remote_cmd->add_option("--in-flight", remote.in_flight, "random: reads in flight per caller")
-    ->default_val(8)
-    ->check(CLI::PositiveNumber);
-  remote_cmd->add_option("--seconds", remote.seconds, "random: seconds per run")
-    ->default_val(2.0)
-    ->check(CLI::PositiveNumber);
-  remote_cmd
-    ->add_option("--latency-size", remote.latency_sizes, "random: synchronous read sizes to time")
-    ->delimiter(',')
-    ->default_str("4KiB,64KiB");
-  remote_cmd->add_option("--latency-reads", remote.latency_reads, "random: timed reads per size")
-    ->default_val(2000)
-    ->check(CLI::PositiveNumber);
+  add_reader_options(remote_cmd, remote.reader);
 #endif
   CLI11_PARSE(app, argc, argv);
   try {

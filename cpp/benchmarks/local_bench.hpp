@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "reader_options.hpp"
+
 namespace kvikio::bench {
 
 struct LocalOptions {
@@ -22,15 +24,8 @@ struct LocalOptions {
   bool drop_cache{false};
   bool create{false};
   std::string json;
-  // `random` (random_bench.cpp): callers x in_flight reads of each of io_sizes for `seconds`,
-  // `threads` as pool sizes (0: no setting); then latency_reads synchronous reads of each of
-  // latency_sizes.
-  std::vector<std::string> io_sizes{"64KiB", "1MiB", "8MiB"};
-  unsigned callers{4};
-  unsigned in_flight{8};
-  double seconds{2.0};
-  std::vector<std::string> latency_sizes{"4KiB", "64KiB"};
-  std::size_t latency_reads{2000};
+  // `random` (random_bench.cpp): the reader's workload, `threads` as pool sizes (0: no setting).
+  ReaderOptions reader;
   std::string api{"pread"};  // async: device reads as N read_async back to back on one stream
   unsigned async_reads{8};   // N
   // Local backends to compare (KVIKIO_LOCAL_IO_BACKEND), and io_uring request shapes to sweep

@@ -79,13 +79,8 @@ struct Sweep {
   std::string path;   // the file read, or the remote object's local copy
   std::string url;    // empty: the file itself
   std::string mem;
-  std::vector<std::string> io_sizes;
-  unsigned callers;
-  unsigned in_flight;
-  double seconds;
+  ReaderOptions reader;
   unsigned repeat;
-  std::vector<std::string> latency_sizes;
-  std::size_t latency_reads;
   std::string json;
   // A row measured beside the variants (host memory; none if empty): reads/s at a size.
   std::string baseline_name;
@@ -110,12 +105,12 @@ int run_sweep(Sweep const& s, std::vector<Variant> const& variants)
               s.bench.c_str(),
               source.c_str(),
               s.mem.c_str(),
-              s.callers,
-              s.in_flight,
+              s.reader.callers,
+              s.reader.in_flight,
               gpu.c_str(),
               date.c_str());
   std::printf("%-22s %7s %12s %9s %9s\n", "variant", "size", "reads/s", "GB/s", "CPU s/GB");
-  for (auto const& size_text : s.io_sizes) {
+  for (auto const& size_text : s.reader.io_sizes) {
     std::size_t const size = parse_size(size_text);
     std::vector<std::vector<double>> rates(variants.size()), cpu(variants.size());
     std::vector<double> baseline;
@@ -125,8 +120,8 @@ int run_sweep(Sweep const& s, std::vector<Variant> const& variants)
         variants[v].apply();
         ReadTarget target{s.path, s.url};
         double const cpu0 = cpu_seconds_now();
-        auto const r =
-          reader_throughput(target, memory, size, s.callers, s.in_flight, s.seconds, rep + 1);
+        auto const r      = reader_throughput(
+          target, memory, size, s.reader.callers, s.reader.in_flight, s.reader.seconds, rep + 1);
         double const bytes = static_cast<double>(r.reads) * static_cast<double>(size);
         rates[v].push_back(r.reads_per_second());
         cpu[v].push_back((cpu_seconds_now() - cpu0) / (bytes / 1e9));
@@ -159,21 +154,22 @@ int run_sweep(Sweep const& s, std::vector<Variant> const& variants)
       if (json.is_open()) {
         json << "{\"bench\":\"" << s.bench << " random\",\"mem\":\"" << s.mem << "\",\"variant\":\""
              << variants[v].name << "\",\"pool_threads\":" << variants[v].pool
-             << ",\"io_size\":" << size << ",\"callers\":" << s.callers
-             << ",\"in_flight\":" << s.in_flight << ",\"reads_per_s_median\":" << rate
+             << ",\"io_size\":" << size << ",\"callers\":" << s.reader.callers
+             << ",\"in_flight\":" << s.reader.in_flight << ",\"reads_per_s_median\":" << rate
              << ",\"gbps_median\":" << gbps << ",\"cpu_s_per_gb_median\":" << cpgb
              << ",\"repeats\":" << s.repeat << ",\"source\":\"" << source << "\"" << where << "}\n";
       }
     }
   }
-  std::printf("\none caller, synchronous reads (%zu each): latency in us\n", s.latency_reads);
+  std::printf("\none caller, synchronous reads (%zu each): latency in us\n",
+              s.reader.latency_reads);
   std::printf("%-22s %7s %9s %9s\n", "variant", "size", "p50", "p99");
-  for (auto const& size_text : s.latency_sizes) {
+  for (auto const& size_text : s.reader.latency_sizes) {
     std::size_t const size = parse_size(size_text);
     for (auto const& variant : variants) {
       variant.apply();
       ReadTarget target{s.path, s.url};
-      auto const l = reader_latency(target, memory, size, s.latency_reads, 7);
+      auto const l = reader_latency(target, memory, size, s.reader.latency_reads, 7);
       std::printf(
         "%-22s %7s %9.1f %9.1f\n", variant.name.c_str(), size_text.c_str(), l.p50_us, l.p99_us);
       if (json.is_open()) {
@@ -185,7 +181,7 @@ int run_sweep(Sweep const& s, std::vector<Variant> const& variants)
     }
     if (!device) {
       ReadTarget target{s.path, s.url};
-      auto const b = reader_latency(target, memory, size, s.latency_reads, 7, true);
+      auto const b = reader_latency(target, memory, size, s.reader.latency_reads, 7, true);
       std::printf("%-22s %7s %9.1f %9.1f\n", "pread(2)", size_text.c_str(), b.p50_us, b.p99_us);
     }
   }
@@ -198,7 +194,8 @@ int run_sweep(Sweep const& s, std::vector<Variant> const& variants)
 int run_local_random(LocalOptions const& o)
 {
   std::size_t const largest =
-    std::max(parse_size(o.size_text), parse_size(o.io_sizes.empty() ? "0" : o.io_sizes.back()));
+    std::max(parse_size(o.size_text),
+             parse_size(o.reader.io_sizes.empty() ? "0" : o.reader.io_sizes.back()));
   if (o.create) { ensure_file(o.file, largest); }
   std::vector<Variant> variants;
   for (unsigned const pool : o.threads) {
@@ -211,21 +208,7 @@ int run_local_random(LocalOptions const& o)
          }});
     }
   }
-  return run_sweep({"local",
-                    o.file,
-                    "",
-                    o.mem,
-                    o.io_sizes,
-                    o.callers,
-                    o.in_flight,
-                    o.seconds,
-                    o.repeat,
-                    o.latency_sizes,
-                    o.latency_reads,
-                    o.json,
-                    "",
-                    {}},
-                   variants);
+  return run_sweep({"local", o.file, "", o.mem, o.reader, o.repeat, o.json, "", {}}, variants);
 }
 
 #ifdef KVIKIO_BENCH_REMOTE
@@ -254,23 +237,18 @@ int run_remote_random(RemoteOptions const& o)
     }
   }
   std::size_t const object_size = std::filesystem::file_size(o.reference);
-  unsigned const in_flight      = o.callers * o.in_flight;
+  unsigned const in_flight      = o.reader.callers * o.reader.in_flight;
   return run_sweep({"remote",
                     o.reference,
                     o.url,
                     o.mem,
-                    o.io_sizes,
-                    o.callers,
-                    o.in_flight,
-                    o.seconds,
+                    o.reader,
                     o.repeat,
-                    o.latency_sizes,
-                    o.latency_reads,
                     o.json,
                     "libcurl multi, 1 thread",
                     [&o, object_size, in_flight](std::size_t size) {
                       return curl_multi_random_reads(
-                        o.url, object_size, size, in_flight, o.seconds);
+                        o.url, object_size, size, in_flight, o.reader.seconds);
                     }},
                    variants);
 }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "reader_options.hpp"
+
 namespace kvikio::bench {
 
 struct RemoteOptions {
@@ -25,15 +27,10 @@ struct RemoteOptions {
   unsigned repeat{5};
   std::string json;
   std::vector<int> devices;  ///< reads into these GPUs at once (devices_bench.hpp); empty: one
-  // `random` (random_bench.cpp): the reader's workload as `kvikio_bench local random` runs it
-  // (`threads` are the easy variants' pool sizes), the object being a copy of `reference`.
+  // `random` (random_bench.cpp): the reader's workload (`threads` are the easy variants' pool
+  // sizes), the object being a copy of `reference`.
   std::string reference;
-  std::vector<std::string> io_sizes{"64KiB", "1MiB", "8MiB"};
-  unsigned callers{4};
-  unsigned in_flight{8};
-  double seconds{2.0};
-  std::vector<std::string> latency_sizes{"4KiB", "64KiB"};
-  std::size_t latency_reads{2000};
+  ReaderOptions reader;
 };
 
 /// Runs `kvikio_bench remote read ...`; returns the process exit code.

@@ -17,7 +17,6 @@
 
 #include <curl/curl.h>
 
-#include <kvikio/defaults.hpp>
 #include <kvikio/detail/curl.hpp>
 #include <kvikio/detail/in_flight.hpp>
 #include <kvikio/detail/logger.hpp>
@@ -451,14 +450,15 @@ void MultiPollTransport::Reactor::run()
             ((e & EPOLLERR) != 0 ? CURL_CSELECT_ERR : 0));
     }
     waker_->awake(signalled);
-    woken = noted || signalled;
-    if (curl_deadline_ && *curl_deadline_ <= Clock::now()) {
+    woken          = noted || signalled;
+    auto const now = Clock::now();
+    if (curl_deadline_ && *curl_deadline_ <= now) {
       curl_deadline_.reset();  // libcurl sets the next one from inside
       act(CURL_SOCKET_TIMEOUT, 0);
     }
     read_completions();
-    if (running_ > 0 && Clock::now() >= last_stall_check_ + stall_check_interval) {
-      last_stall_check_ = Clock::now();
+    if (running_ > 0 && now >= last_stall_check_ + stall_check_interval) {
+      last_stall_check_ = now;
       cut_stalled_after_close();
     }
   }
