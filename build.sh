@@ -8,14 +8,15 @@
 #                       Python package included), the installed
 #                       CMake package used by cpp/examples/downstream, then the suite again under
 #                       AddressSanitizer+UndefinedBehaviorSanitizer and under ThreadSanitizer,
-#                       then every libFuzzer target of cpp/fuzz for FUZZ_SECONDS (default 60)
+#                       then every libFuzzer target of cpp/fuzz for FUZZ_SECONDS (default 30),
+#                       each going on from the corpus it kept in FUZZ_CORPUS_DIR
 #   ./build.sh soak     ... and run the stress test (cpp/tests/test_stress.cpp) for SOAK_SECONDS
 #                       (default 300) per local backend in the Release, ASan+UBSan and TSan builds
 #   ./build.sh demo     ... and run the demo, cpp/examples/basic_io
 #   ./build.sh clean    remove the build folders
 #
 # Environment: JOBS (parallel build jobs, default nproc), TEST_JOBS (tests at once, default
-# 2 x JOBS), BUILD_ROOT (default ./build).
+# 2 x JOBS), BUILD_ROOT (default ./build), FUZZ_CORPUS_DIR (default ~/.cache/kvikio/fuzz-corpus).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -177,12 +178,17 @@ sanitizer_suites() {
   run_suite tsan "${sanitizer_env[@]}"
 }
 
-# Every libFuzzer target (clang, ASan+UBSan) from its seed corpus for FUZZ_SECONDS, JOBS targets
-# at a time (each fuzzes on one core, so each still gets its FUZZ_SECONDS of a core); a crash, a
-# sanitizer report or an unexpected exception fails, and leaves its input in build/fuzz/crashes.
+# Every libFuzzer target (clang, ASan+UBSan) for FUZZ_SECONDS, JOBS targets at a time (each
+# fuzzes on one core, so each still gets its FUZZ_SECONDS of a core); a crash, a sanitizer report
+# or an unexpected exception fails, and leaves its input in build/fuzz/crashes. Each target starts
+# from its seeds and from the corpus that its earlier runs on this machine kept (in
+# FUZZ_CORPUS_DIR, beside the compiler cache, outside any checkout): every run goes on where the
+# last stopped instead of searching again from the seeds.
 fuzz_targets() {
   local flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-  step "libFuzzer targets (clang), ${FUZZ_SECONDS:-60} s each, $JOBS at a time"
+  local seconds=${FUZZ_SECONDS:-30}
+  local corpus_root=${FUZZ_CORPUS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kvikio/fuzz-corpus}
+  step "libFuzzer targets (clang), $seconds s each, $JOBS at a time, corpus kept in $corpus_root"
   cmake -S . -B "$BUILD_ROOT/fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "${launcher[@]}" \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DKvikIO_BUILD_FUZZERS=ON \
@@ -194,10 +200,10 @@ fuzz_targets() {
   for seeds in cpp/fuzz/corpus/*/; do
     local target
     target=$(basename "$seeds")
-    local corpus="$BUILD_ROOT/fuzz/corpus/$target"
+    local corpus="$corpus_root/$target"
     mkdir -p "$corpus"
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-      "$BUILD_ROOT/fuzz/cpp/fuzz/$target" -max_total_time="${FUZZ_SECONDS:-60}" -timeout=10 \
+      "$BUILD_ROOT/fuzz/cpp/fuzz/$target" -max_total_time="$seconds" -timeout=10 \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$BUILD_ROOT/fuzz/crashes/$target-" \
       "$corpus" "$seeds" >"$BUILD_ROOT/fuzz/$target.log" 2>&1 &
     running+=("$!:$target")
