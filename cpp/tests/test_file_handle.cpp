@@ -517,6 +517,212 @@ TEST_F(OnDevice, DeviceTransfersAreOrderedAfterTheLegacyDefaultStream)
   }
 }
 
+// Holds the device copies of every stream behind a host function on the legacy default stream
+// (the staged backends' streams are blocking ones) until release(); released at the latest when
+// it goes out of scope, so that a failing test does not hang.
+class CopyGate {
+ public:
+  CopyGate()
+  {
+    KVIKIO_CUDA_DRIVER_TRY(api().LaunchHostFunc(
+      CU_STREAM_LEGACY,
+      [](void* open) {
+        while (!static_cast<std::atomic<bool>*>(open)->load()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      },
+      &open_));
+  }
+  ~CopyGate()
+  {
+    release();
+    EXPECT_EQ(api().StreamSynchronize(CU_STREAM_LEGACY), CUDA_SUCCESS);
+  }
+  CopyGate(CopyGate const&)            = delete;
+  CopyGate& operator=(CopyGate const&) = delete;
+  void release() { open_ = true; }
+
+ private:
+  std::atomic<bool> open_{false};
+};
+
+// Polls until `done()` holds, for at most 20 s; returns whether it held.
+template <typename Done>
+bool eventually(Done done)
+{
+  auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) { return false; }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Whether the `n` bytes at `at + guard` are those at `expected`, and the bytes around them (a
+// guard before, poison up to `at + stride` after) still poison.
+::testing::AssertionResult guarded_bytes(std::uint8_t const* at,
+                                         std::size_t n,
+                                         std::size_t stride,
+                                         std::uint8_t const* expected)
+{
+  auto const poisoned = [](auto b) { return b == poison; };
+  if (!std::equal(at + guard, at + guard + n, expected)) {
+    return ::testing::AssertionFailure() << "wrong bytes";
+  }
+  if (!std::all_of(at, at + guard, poisoned)) {
+    return ::testing::AssertionFailure() << "written before the destination";
+  }
+  if (!std::all_of(at + guard + n, at + stride, poisoned)) {
+    return ::testing::AssertionFailure() << "written after the destination";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// A device read of at most one staging slot leaves its copy in flight on the pool worker, which
+// goes on to the next read: with the copies held up, a one-thread pool still takes every queued
+// read. No future is ready before its bytes are in device memory; each is ready afterwards
+// without anyone calling get(), and the pinned buffer is back in the pool by then.
+TEST_F(OnDevice, SmallDeviceReadsGoOnWhileTheirCopiesRun)
+{
+  TempDir dir;
+  auto const path         = dir.file("f");
+  std::size_t const size  = 50000;  // above the 16 KiB threshold: through the pool
+  std::size_t const reads = 3;      // fewer than the ring's slots (4)
+  auto const content      = pattern(1 << 20, 31);
+  write_file(path, content);
+  kvikio::defaults::set_thread_pool_nthreads(1);
+  ASSERT_GE(kvikio::detail::posix_backend().overlapped_read_limit(), size);
+  FileHandle f{path, "r"};
+  std::size_t const stride = size + 2 * guard;
+  kvikio::test::DeviceBuffer dev{reads * stride};
+  std::vector<std::uint8_t> const poisoned(dev.size, poison);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev.ptr, poisoned.data(), dev.size));
+  auto& pool = kvikio::BounceBufferPool<>::instance();
+  // One read first, so that the pool holds the buffer the worker's ring takes.
+  ASSERT_EQ(f.pread(static_cast<char*>(dev.get()) + guard, size, 0).get(), size);
+  std::size_t const free_before = pool.num_free_buffers();
+  std::vector<std::future<std::size_t>> futures;
+  {
+    CopyGate gate;
+    for (std::size_t i = 0; i < reads; ++i) {
+      futures.push_back(
+        f.pread(static_cast<char*>(dev.get()) + i * stride + guard, size, 1000 * i + 7));
+    }
+    EXPECT_TRUE(eventually([] { return kvikio::defaults::thread_pool().get_tasks_queued() == 0; }))
+      << "the worker waited for a copy before taking the next read";
+    for (auto& fut : futures) {
+      EXPECT_EQ(fut.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+        << "a future is ready before its copy ran";
+    }
+    gate.release();
+    for (auto& fut : futures) {
+      EXPECT_TRUE(eventually(
+        [&] { return fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }))
+        << "a future is not made ready until get()";
+    }
+  }
+  EXPECT_EQ(pool.num_free_buffers(), free_before) << "the worker's ring kept its buffer";
+  std::vector<std::uint8_t> back(dev.size);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, dev.size));
+  for (std::size_t i = 0; i < reads; ++i) {
+    ASSERT_EQ(futures[i].get(), size);
+    EXPECT_TRUE(guarded_bytes(back.data() + i * stride, size, stride, &content[1000 * i + 7]))
+      << "read " << i;
+  }
+}
+
+// A task of another kind that waits for an overlapped read's future on the same one-thread pool
+// (the worker is the one that must finish that read) does not deadlock: the worker finishes
+// what it left before starting such a task.
+TEST_F(OnDevice, ATaskWaitingForAnOverlappedReadOnItsWorkerEnds)
+{
+  TempDir dir;
+  auto const path        = dir.file("f");
+  std::size_t const size = 40000;
+  auto const content     = pattern(size + 100, 32);
+  write_file(path, content);
+  kvikio::defaults::set_thread_pool_nthreads(1);
+  FileHandle f{path, "r"};
+  kvikio::test::DeviceBuffer dev{size};
+  std::future<std::size_t> waited;
+  {
+    CopyGate gate;
+    auto read = f.pread(dev.get(), size, 100);
+    waited    = kvikio::defaults::thread_pool().submit_task([&read] { return read.get(); });
+    EXPECT_TRUE(eventually([] { return kvikio::defaults::thread_pool().get_tasks_queued() == 0; }));
+    gate.release();
+    ASSERT_EQ(waited.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "the task waiting for the read on the read's own worker never ended";
+  }
+  EXPECT_EQ(waited.get(), size);
+  std::vector<std::uint8_t> back(size);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, size));
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), content.begin() + 100));
+}
+
+// Many device reads in flight from several callers on several workers, of sizes at and around
+// the largest one a worker leaves in flight (one slot: 16 KiB with these settings) and far
+// below it, at unaligned offsets: every byte right, nothing written around a destination.
+TEST_F(OnDevice, ManyOverlappedReadsInFlightAroundTheSlotSize)
+{
+  TempDir dir;
+  auto const path    = dir.file("f");
+  auto const content = pattern(3 << 20, 33);
+  write_file(path, content);
+  kvikio::defaults::set_thread_pool_nthreads(3);
+  kvikio::defaults::set_task_size(64 << 10);
+  kvikio::defaults::set_bounce_buffer_size(1 << 20);
+  std::size_t const limit = kvikio::detail::posix_backend().overlapped_read_limit();
+  ASSERT_EQ(limit, 16U << 10);
+  FileHandle f{path, "r"};
+  std::vector<std::size_t> const sizes{limit - 1, limit, limit + 1, 4097, 1, 3 * limit + 5};
+  std::size_t const callers = 4, in_flight = 8, per_caller = 24;
+  std::size_t const stride = 3 * limit + 5 + 2 * guard;
+  kvikio::test::DeviceBuffer dev{callers * per_caller * stride};
+  std::vector<std::uint8_t> const poisoned(dev.size, poison);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev.ptr, poisoned.data(), dev.size));
+  auto const offset_of = [&](std::size_t read) { return (read * 7919 * 13) % (2 << 20) + 3; };
+  auto const size_of   = [&](std::size_t read) { return sizes[read % sizes.size()]; };
+  std::vector<std::thread> threads;
+  std::atomic<std::size_t> wrong_counts{0};
+  for (std::size_t c = 0; c < callers; ++c) {
+    threads.emplace_back([&, c] {
+      kvikio::PushAndPopContext const context{ctx_};
+      std::vector<std::future<std::size_t>> pending;
+      std::vector<std::size_t> expected;
+      for (std::size_t i = 0; i < per_caller; ++i) {
+        std::size_t const read = c * per_caller + i;
+        if (pending.size() == in_flight) {
+          if (pending.front().get() != expected.front()) { ++wrong_counts; }
+          pending.erase(pending.begin());
+          expected.erase(expected.begin());
+        }
+        // gds_threshold 0: every size goes through the pool.
+        pending.push_back(f.pread(static_cast<char*>(dev.get()) + read * stride + guard,
+                                  size_of(read),
+                                  offset_of(read),
+                                  kvikio::defaults::task_size(),
+                                  0));
+        expected.push_back(size_of(read));
+      }
+      for (std::size_t i = 0; i < pending.size(); ++i) {
+        if (pending[i].get() != expected[i]) { ++wrong_counts; }
+      }
+    });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  EXPECT_EQ(wrong_counts, 0U);
+  std::vector<std::uint8_t> back(dev.size);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, dev.size));
+  for (std::size_t read = 0; read < callers * per_caller; ++read) {
+    ASSERT_TRUE(
+      guarded_bytes(back.data() + read * stride, size_of(read), stride, &content[offset_of(read)]))
+      << "read " << read << ": " << size_of(read) << " bytes at " << offset_of(read);
+  }
+}
+
 // A future the caller keeps after its read is done holds no claim on the handle: close()
 // returns (reads of one task into host and device memory, and of several).
 TEST_F(OnDevice, CloseDoesNotWaitForFuturesTheCallerKeeps)

@@ -22,6 +22,11 @@
 
 namespace kvikio {
 
+class ThreadPool;
+namespace detail {
+void detach_overlapping_job(ThreadPool& pool, std::function<void()> job);
+}  // namespace detail
+
 /**
  * @brief A fixed number of threads running submitted tasks in submission order.
  *
@@ -95,8 +100,14 @@ class ThreadPool {
   [[nodiscard]] bool is_worker_thread() const noexcept;
 
  private:
-  void enqueue(std::function<void()> job);
-  void detach_job(std::function<void()> job);
+  friend void detail::detach_overlapping_job(ThreadPool& pool, std::function<void()> job);
+  struct Job {
+    std::function<void()> run;
+    // May start while leftovers of earlier tasks are pending (detail/worker_leftovers.hpp).
+    bool overlaps_leftovers{false};
+  };
+  void enqueue(std::function<void()> job, bool overlaps_leftovers = false);
+  void detach_job(std::function<void()> job, bool overlaps_leftovers = false);
   void start(unsigned int nthreads);
   void stop_and_join();
   void worker_loop();
@@ -104,7 +115,7 @@ class ThreadPool {
   mutable std::mutex mutex_;
   std::condition_variable job_available_;
   std::condition_variable idle_;
-  std::deque<std::function<void()>> jobs_;
+  std::deque<Job> jobs_;
   std::size_t running_{0};
   bool stopping_{false};
   std::vector<std::thread> threads_;

@@ -7,13 +7,17 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <thread>
 
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/worker_leftovers.hpp>
 
 namespace kvikio {
 namespace {
 // The pool whose worker is running on this thread, if any.
 thread_local ThreadPool const* current_pool{nullptr};
+// What this worker's tasks left for it to finish (detail/worker_leftovers.hpp), if anything.
+thread_local detail::WorkerLeftovers* worker_leftovers{nullptr};
 
 void check_thread_count(unsigned int nthreads)
 {
@@ -71,17 +75,19 @@ void ThreadPool::wait()
   idle_.wait(lock, [this] { return jobs_.empty() && running_ == 0; });
 }
 
-void ThreadPool::detach_job(std::function<void()> job)
+void ThreadPool::detach_job(std::function<void()> job, bool overlaps_leftovers)
 {
-  enqueue([job = std::move(job)] {
-    try {
-      job();
-    } catch (std::exception const& e) {
-      KVIKIO_LOG_ERROR("a detached task of the thread pool failed: ", e.what());
-    } catch (...) {
-      KVIKIO_LOG_ERROR("a detached task of the thread pool failed with an unknown exception");
-    }
-  });
+  enqueue(
+    [job = std::move(job)] {
+      try {
+        job();
+      } catch (std::exception const& e) {
+        KVIKIO_LOG_ERROR("a detached task of the thread pool failed: ", e.what());
+      } catch (...) {
+        KVIKIO_LOG_ERROR("a detached task of the thread pool failed with an unknown exception");
+      }
+    },
+    overlaps_leftovers);
 }
 
 std::size_t ThreadPool::get_tasks_queued() const
@@ -102,11 +108,11 @@ std::size_t ThreadPool::get_tasks_total() const
   return jobs_.size() + running_;
 }
 
-void ThreadPool::enqueue(std::function<void()> job)
+void ThreadPool::enqueue(std::function<void()> job, bool overlaps_leftovers)
 {
   {
     std::lock_guard const lock{mutex_};
-    jobs_.push_back(std::move(job));
+    jobs_.push_back(Job{std::move(job), overlaps_leftovers});
   }
   job_available_.notify_one();
 }
@@ -146,6 +152,19 @@ void ThreadPool::worker_loop()
   current_pool = this;
   std::unique_lock lock{mutex_};
   while (true) {
+    if (jobs_.empty() && worker_leftovers != nullptr) {
+      // Nothing to run next: poll what earlier tasks left until it is done, taking new work as
+      // soon as it comes (leftovers the pool leaves with are finished after the loop).
+      lock.unlock();
+      for (bool left = worker_leftovers->progress(); left; left = worker_leftovers->progress()) {
+        std::this_thread::yield();
+        lock.lock();
+        bool const more = !jobs_.empty() || stopping_;
+        lock.unlock();
+        if (more) { break; }
+      }
+      lock.lock();
+    }
     job_available_.wait(lock, [this] { return !jobs_.empty() || (stopping_ && running_ == 0); });
     if (jobs_.empty()) { break; }  // stopping, and nothing left that could submit more
     {
@@ -153,8 +172,16 @@ void ThreadPool::worker_loop()
       jobs_.pop_front();
       ++running_;
       lock.unlock();
-      job();  // a packaged_task: exceptions go to its future
-    }         // the job and what it holds (an operation's state, its lease) freed outside the lock
+      if (worker_leftovers != nullptr) {
+        // A task of another kind may wait for a future the leftovers hold: they end first.
+        if (job.overlaps_leftovers) {
+          worker_leftovers->progress();
+        } else {
+          worker_leftovers->finish();
+        }
+      }
+      job.run();  // a packaged_task: exceptions go to its future
+    }  // the job and what it holds (an operation's state, its lease) freed outside the lock
     lock.lock();
     --running_;
     if (jobs_.empty() && running_ == 0) {
@@ -162,7 +189,23 @@ void ThreadPool::worker_loop()
       if (stopping_) { job_available_.notify_all(); }  // let the other workers leave
     }
   }
+  if (worker_leftovers != nullptr) { worker_leftovers->finish(); }
   current_pool = nullptr;
 }
 
+namespace detail {
+
+bool register_worker_leftovers(WorkerLeftovers& leftovers) noexcept
+{
+  if (current_pool == nullptr) { return false; }
+  worker_leftovers = &leftovers;
+  return true;
+}
+
+void detach_overlapping_job(ThreadPool& pool, std::function<void()> job)
+{
+  pool.detach_job(std::move(job), true);
+}
+
+}  // namespace detail
 }  // namespace kvikio

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <future>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -16,6 +17,7 @@
 #include <kvikio/detail/local_backend.hpp>
 #include <kvikio/detail/local_choice.hpp>
 #include <kvikio/detail/nvtx.hpp>
+#include <kvikio/detail/worker_leftovers.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/parallel_operation.hpp>
 #include <kvikio/shim/cuda.hpp>
@@ -146,6 +148,23 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
   auto [base, base_size, base_offset] =
     cufile ? get_alloc_info(buf, &ctx) : std::tuple<void*, std::size_t, std::size_t>{buf, size, 0};
   (void)base_size;
+  if (reading && !cufile && size <= backend->overlapped_read_limit()) {
+    // One slot's worth (a column chunk, a page): its worker reads it into a slot of its own
+    // ring, starts the copy and goes on to the next task while the copy runs; the future is
+    // ready once the bytes are in device memory.
+    auto done   = std::make_shared<std::promise<std::size_t>>();
+    auto future = done->get_future();
+    detail::detach_overlapping_job(
+      *pool, [lease, backend, file, ctx, buf, size, file_offset, done]() noexcept {
+        try {
+          PushAndPopContext const context{ctx};
+          backend->read_device_overlapped(file, buf, size, file_offset, std::move(*done));
+        } catch (...) {  // the context could not be made current: nothing was moved yet
+          done->set_exception(std::current_exception());
+        }
+      });
+    return future;
+  }
   if (reading && backend->shares_chunks()) {
     // Each pool thread takes the next chunk (a slot of its ring) when it is ready for one: its
     // ring overlaps reading with copying, and no thread holds a fixed share of the file, so one

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <future>
 #include <optional>
 #include <string_view>
 
@@ -127,6 +128,20 @@ class DeviceBackend {
                                    std::size_t base_offset,
                                    std::size_t size,
                                    std::size_t file_offset) = 0;
+  /// @brief The largest read that read_device_overlapped() may leave in flight (0: none).
+  [[nodiscard]] virtual std::size_t overlapped_read_limit() const { return 0; }
+  /**
+   * @brief Reads `size` bytes at `file_offset` into `dst` (device memory of the current
+   * context), making `done` ready with `size` once they are in device memory, or with the error.
+   * On a thread pool worker, a read of at most overlapped_read_limit() bytes may return with its
+   * copy still in flight, for the worker to finish later (detail::WorkerLeftovers), so that the
+   * worker reads the next one from the file meanwhile; otherwise it returns when `done` is set.
+   */
+  virtual void read_device_overlapped(LocalFile const& file,
+                                      void* dst,
+                                      std::size_t size,
+                                      std::size_t file_offset,
+                                      std::promise<std::size_t> done) noexcept;
 };
 
 /**
@@ -160,6 +175,13 @@ class StagedBackend : public HostBackend, public DeviceBackend {
                            std::size_t base_offset,
                            std::size_t size,
                            std::size_t file_offset) override;
+  /// @brief One slot of this thread's staging ring for overlapped reads, as the settings are now.
+  [[nodiscard]] std::size_t overlapped_read_limit() const override;
+  void read_device_overlapped(LocalFile const& file,
+                              void* dst,
+                              std::size_t size,
+                              std::size_t file_offset,
+                              std::promise<std::size_t> done) noexcept override;
 
  protected:
   /**
@@ -186,6 +208,7 @@ class StagedBackend : public HostBackend, public DeviceBackend {
   static CUstream current_context_stream();
 
  private:
+  friend class OverlappedReads;
   std::size_t host_io(
     bool read, LocalFile const& file, std::byte* buf, std::size_t size, std::size_t offset);
   std::size_t transfer_direct(
