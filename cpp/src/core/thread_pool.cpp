@@ -153,17 +153,20 @@ void ThreadPool::worker_loop()
   std::unique_lock lock{mutex_};
   while (true) {
     if (jobs_.empty() && worker_leftovers != nullptr) {
-      // Nothing to run next: poll what earlier tasks left until it is done, taking new work as
-      // soon as it comes (leftovers the pool leaves with are finished after the loop).
+      // Nothing to run next: poll what earlier tasks left (their futures are waited for) until
+      // it is done or new work comes; a stopping pool finishes it.
+      bool const stopping = stopping_;
+      bool left           = false;
       lock.unlock();
-      for (bool left = worker_leftovers->progress(); left; left = worker_leftovers->progress()) {
+      if (stopping) {
+        worker_leftovers->finish();
+      } else if ((left = worker_leftovers->progress())) {
         std::this_thread::yield();
-        lock.lock();
-        bool const more = !jobs_.empty() || stopping_;
-        lock.unlock();
-        if (more) { break; }
       }
       lock.lock();
+      // Checked and waited on under one hold of the lock: work that another worker takes in
+      // between never sends this one to sleep with its leftovers pending.
+      if (left && jobs_.empty()) { continue; }
     }
     job_available_.wait(lock, [this] { return !jobs_.empty() || (stopping_ && running_ == 0); });
     if (jobs_.empty()) { break; }  // stopping, and nothing left that could submit more
