@@ -24,6 +24,7 @@ namespace kvikio {
 
 class ThreadPool;
 namespace detail {
+/// @brief Queues a task that may overlap its worker's leftovers (detail/worker_leftovers.hpp).
 void detach_overlapping_job(ThreadPool& pool, std::function<void()> job);
 }  // namespace detail
 
