@@ -723,6 +723,57 @@ TEST_F(OnDevice, ManyOverlappedReadsInFlightAroundTheSlotSize)
   }
 }
 
+// Device reads queued one behind another on a worker start their copies together: one
+// cuMemcpyBatchAsync for up to 8 reads packed into a slot, not a copy call per read (the driver
+// issues single copies at a fixed cost each). 11 reads queued behind a task that holds the only
+// worker: two batches of 8 and 3, and every byte where it belongs.
+TEST_F(OnDevice, QueuedSmallDeviceReadsStartTheirCopiesTogether)
+{
+  auto const trace = kvikio::test::simulator_hook<kvikio::test::TraceCalls>("cudasim_trace_calls");
+  if (trace == nullptr) {
+    GTEST_SKIP() << "counts the driver's calls, which only the simulator can";
+  }
+  TempDir dir;
+  auto const path         = dir.file("f");
+  std::size_t const size  = 20000;  // above the 16 KiB threshold, 5 pages of a slot each
+  std::size_t const reads = 11;
+  auto const content      = pattern(1 << 20, 34);
+  write_file(path, content);
+  kvikio::defaults::set_thread_pool_nthreads(1);
+  auto& pool = kvikio::defaults::thread_pool();
+  FileHandle f{path, "r"};
+  std::size_t const stride = size + 2 * guard;
+  kvikio::test::DeviceBuffer dev{reads * stride};
+  std::vector<std::uint8_t> const poisoned(dev.size, poison);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev.ptr, poisoned.data(), dev.size));
+  // One read first: the worker's stream and the slot's event exist before the trace starts.
+  ASSERT_EQ(f.pread(static_cast<char*>(dev.get()) + guard, size, 0).get(), size);
+  std::promise<void> go;
+  auto held    = go.get_future().share();
+  auto blocker = pool.submit_task([held] { held.wait(); });
+  std::vector<std::future<std::size_t>> futures;
+  for (std::size_t i = 0; i < reads; ++i) {
+    futures.push_back(
+      f.pread(static_cast<char*>(dev.get()) + i * stride + guard, size, 3000 * i + 11));
+  }
+  trace(1);
+  go.set_value();
+  for (auto& fut : futures) {
+    ASSERT_EQ(fut.get(), size);
+  }
+  trace(0);
+  blocker.get();
+  auto calls = kvikio::test::traced_driver_calls();
+  EXPECT_EQ(calls["cuMemcpyBatchAsync"], 2U) << "the reads' copies did not go in two batches";
+  EXPECT_EQ(calls["cuMemcpyHtoDAsync"], 0U) << "a read's copy went alone";
+  std::vector<std::uint8_t> back(dev.size);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, dev.size));
+  for (std::size_t i = 0; i < reads; ++i) {
+    EXPECT_TRUE(guarded_bytes(back.data() + i * stride, size, stride, &content[3000 * i + 11]))
+      << "read " << i;
+  }
+}
+
 // A future the caller keeps after its read is done holds no claim on the handle: close()
 // returns (reads of one task into host and device memory, and of several).
 TEST_F(OnDevice, CloseDoesNotWaitForFuturesTheCallerKeeps)

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstddef>
 #include <optional>
+#include <span>
 
 #include <cuda.h>
 
@@ -227,6 +228,20 @@ class BounceBufferRing {
   [[nodiscard]] void* data(std::size_t index) const { return slots_.at(index).data; }
   /// @brief Copies the first `nbytes` of slot `index` to device memory `dst` on `stream`.
   void submit_h2d(std::size_t index, CUdeviceptr dst, std::size_t nbytes, CUstream stream);
+
+  /// @brief One part of a slot for submit_h2d(index, pieces, stream): `size` bytes at `offset`
+  /// into the slot, for device memory `dst`.
+  struct Piece {
+    CUdeviceptr dst;     ///< Where the bytes go.
+    std::size_t offset;  ///< Where they are in the slot.
+    std::size_t size;    ///< How many.
+  };
+  /**
+   * @brief Copies `pieces` of slot `index` to device memory on `stream`, in one call into the
+   * driver where it has `cuMemcpyBatchAsync` (CUDA 12.8 and later), tracked by the slot's event.
+   * @throws std::invalid_argument if `pieces` is empty or one reaches past the slot's end.
+   */
+  void submit_h2d(std::size_t index, std::span<Piece const> pieces, CUstream stream);
 
   /// @brief Moves to the next slot (as next()) and copies `nbytes` of device memory `src` into
   /// it on `stream`. Returns the slot's index, for wait().

@@ -123,6 +123,8 @@ class ThreadPool {
   // The size the pool was last given, once its threads all started: never 0, never a size a
   // resize is still reaching (or failed to reach). Read without the mutex.
   std::atomic<unsigned int> thread_count_{0};
+  // Counts the tasks ever queued: an idle worker watches it, without the mutex, before it sleeps.
+  std::atomic<std::size_t> jobs_posted_{0};
   std::mutex reset_mutex_;  // serialises reset() against itself
 };
 

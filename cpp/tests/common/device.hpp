@@ -11,6 +11,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,41 @@ inline bool on_simulator()
   bool const sim = lib != nullptr && ::dlsym(lib, "cudasim_is_simulator") != nullptr;
   if (lib != nullptr) { ::dlclose(lib); }
   return sim;
+}
+
+/// Functions of the simulator's own that tests call (cpp/tests/cudasim/simulator.cpp).
+using FailCall    = int (*)(char const*, unsigned long long, int);
+using TraceCalls  = void (*)(int);
+using TracedCalls = std::size_t (*)(char*, std::size_t);
+
+/// A function of the simulator (loaded by the driver shim, RTLD_LOCAL: looked up in it), or
+/// nullptr on a real driver.
+template <typename F>
+inline F simulator_hook(char const* name)
+{
+  void* lib = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (lib == nullptr) { return nullptr; }
+  auto* const f = reinterpret_cast<F>(::dlsym(lib, name));
+  ::dlclose(lib);  // still loaded: the shim holds it
+  return f;
+}
+
+/// The driver calls the simulator counted since `cudasim_trace_calls(1)`: entry point (without
+/// its version suffix) -> calls.
+inline std::map<std::string, std::size_t> traced_driver_calls()
+{
+  auto const traced = simulator_hook<TracedCalls>("cudasim_traced_calls");
+  std::map<std::string, std::size_t> calls;
+  if (traced == nullptr) { return calls; }
+  std::string text(traced(nullptr, 0) + 1, '\0');
+  text.resize(traced(text.data(), text.size()));
+  std::istringstream in{text};
+  std::string name;
+  std::size_t count{};
+  while (in >> name >> count) {
+    calls[name] += count;
+  }
+  return calls;
 }
 
 /// Deterministic non-zero bytes, different for every (seed, index).

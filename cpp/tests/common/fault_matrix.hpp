@@ -222,40 +222,16 @@ inline Outcome run_bounded(std::function<std::size_t()> op,
 // ---------------------------------------------------------------------------------------------
 // The simulator's run-time failure injection.
 
-using FailCall    = int (*)(char const*, unsigned long long, int);
-using TraceCalls  = void (*)(int);
-using TracedCalls = std::size_t (*)(char*, std::size_t);
-
-/// A function of the simulator (loaded by the driver shim, RTLD_LOCAL: looked up in it).
-template <typename F>
-inline F simulator_hook(char const* name)
-{
-  void* lib = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-  if (lib == nullptr) { return nullptr; }
-  auto* const f = reinterpret_cast<F>(::dlsym(lib, name));
-  ::dlclose(lib);  // still loaded: the shim holds it
-  return f;
-}
-
 /// The driver calls `op` makes: (entry point, number of calls).
 inline std::vector<std::pair<std::string, std::size_t>> driver_calls_of(
   std::function<std::size_t()> op, CUcontext ctx)
 {
-  auto const trace  = simulator_hook<TraceCalls>("cudasim_trace_calls");
-  auto const traced = simulator_hook<TracedCalls>("cudasim_traced_calls");
-  auto const out    = run_bounded(
+  auto const trace = simulator_hook<TraceCalls>("cudasim_trace_calls");
+  auto const out   = run_bounded(
     std::move(op), "a traced run", ctx, [trace] { trace(1); }, [trace] { trace(0); });
   EXPECT_TRUE(out.bytes.has_value()) << "the traced run failed: " << out.error;
-  std::string text(traced(nullptr, 0) + 1, '\0');
-  text.resize(traced(text.data(), text.size()));
-  std::vector<std::pair<std::string, std::size_t>> calls;
-  std::istringstream in{text};
-  std::string name;
-  std::size_t count{};
-  while (in >> name >> count) {
-    calls.emplace_back(name, count);
-  }
-  return calls;
+  auto const calls = traced_driver_calls();
+  return {calls.begin(), calls.end()};
 }
 
 /// Which of `count` calls of one entry point to fail: every one up to 12; beyond that (polling

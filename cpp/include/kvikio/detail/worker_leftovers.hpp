@@ -26,12 +26,18 @@ namespace kvikio::detail {
  * detach_overlapping_job() (such a task may wait for one of those futures) and before it
  * leaves; before a task queued by detach_overlapping_job() it only finishes what is already
  * done. So the leftovers of one task overlap the next task only where both are of the kind that
- * leaves them.
+ * leaves them. Such a task may also join what an earlier one held back (copies started together);
+ * a worker that runs out of tasks starts it.
  */
 class WorkerLeftovers {
  public:
-  /// @brief Finishes what is already done, without waiting; returns whether anything is left.
-  virtual bool progress() noexcept = 0;
+  /**
+   * @brief Finishes what is already done, without waiting; returns whether anything is left.
+   * @param another_task_follows Whether the worker is about to run another task of the kind that
+   * leaves work: what is held back for such a task to join (copies to start together) may stay
+   * held; otherwise it is started now.
+   */
+  virtual bool progress(bool another_task_follows) noexcept = 0;
   /// @brief Finishes everything, waiting for it.
   virtual void finish() noexcept = 0;
 
