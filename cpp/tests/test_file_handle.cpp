@@ -726,7 +726,10 @@ TEST_F(OnDevice, ManyOverlappedReadsInFlightAroundTheSlotSize)
 // Device reads queued one behind another on a worker start their copies together: one
 // cuMemcpyBatchAsync for up to 8 reads packed into a slot, not a copy call per read (the driver
 // issues single copies at a fixed cost each). 11 reads queued behind a task that holds the only
-// worker: two batches of 8 and 3, and every byte where it belongs.
+// worker, their copies held up on the device: the first read's copy starts at once (nothing of
+// the worker's in flight), the next 8 go in one batch once the slot is full, the last 2 in one
+// when the worker runs out of reads; no future is ready before its copy ran; every byte where
+// it belongs.
 TEST_F(OnDevice, QueuedSmallDeviceReadsStartTheirCopiesTogether)
 {
   auto const trace = kvikio::test::simulator_hook<kvikio::test::TraceCalls>("cudasim_trace_calls");
@@ -748,24 +751,33 @@ TEST_F(OnDevice, QueuedSmallDeviceReadsStartTheirCopiesTogether)
   KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev.ptr, poisoned.data(), dev.size));
   // One read first: the worker's stream and the slot's event exist before the trace starts.
   ASSERT_EQ(f.pread(static_cast<char*>(dev.get()) + guard, size, 0).get(), size);
-  std::promise<void> go;
-  auto held    = go.get_future().share();
-  auto blocker = pool.submit_task([held] { held.wait(); });
   std::vector<std::future<std::size_t>> futures;
-  for (std::size_t i = 0; i < reads; ++i) {
-    futures.push_back(
-      f.pread(static_cast<char*>(dev.get()) + i * stride + guard, size, 3000 * i + 11));
+  {
+    CopyGate gate;
+    std::promise<void> go;
+    auto held    = go.get_future().share();
+    auto blocker = pool.submit_task([held] { held.wait(); });
+    for (std::size_t i = 0; i < reads; ++i) {
+      futures.push_back(
+        f.pread(static_cast<char*>(dev.get()) + i * stride + guard, size, 3000 * i + 11));
+    }
+    trace(1);
+    go.set_value();
+    blocker.get();
+    EXPECT_TRUE(eventually([&] { return pool.get_tasks_total() == 0; }))
+      << "the worker did not take every queued read while the copies were held up";
+    for (auto& fut : futures) {
+      EXPECT_EQ(fut.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+        << "a future is ready before its copy ran";
+    }
   }
-  trace(1);
-  go.set_value();
   for (auto& fut : futures) {
     ASSERT_EQ(fut.get(), size);
   }
-  trace(0);
-  blocker.get();
+  trace(0);  // every copy has started: its future is ready
   auto calls = kvikio::test::traced_driver_calls();
-  EXPECT_EQ(calls["cuMemcpyBatchAsync"], 2U) << "the reads' copies did not go in two batches";
-  EXPECT_EQ(calls["cuMemcpyHtoDAsync"], 0U) << "a read's copy went alone";
+  EXPECT_EQ(calls["cuMemcpyHtoDAsync"], 1U) << "only the first read's copy goes alone";
+  EXPECT_EQ(calls["cuMemcpyBatchAsync"], 2U) << "the other reads' copies did not go in two batches";
   std::vector<std::uint8_t> back(dev.size);
   KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, dev.size));
   for (std::size_t i = 0; i < reads; ++i) {

@@ -44,10 +44,13 @@ constexpr std::size_t max_reads_per_slot = 8;
 
 /**
  * The overlapped device reads of one pool worker: a ring of pinned slots of its own (a pool
- * buffer, taken while reads are pending and given back when the worker finishes them). Reads
- * are packed into the open slot, page-aligned, while more of them are queued behind; the slot's
- * copies start together when it is full, when the worker runs out of reads, or before anything
- * else. Slots are used in turn, so the oldest slot in flight is the one the next slot needs.
+ * buffer, taken while reads are pending and given back when the worker finishes them). A read
+ * goes into the open slot (page-aligned); the slot's copies start at once when none of the
+ * worker's copies are in flight, and otherwise when those are done, when the slot is full
+ * (8 reads, or the next does not fit), when the worker runs out of reads, or before anything
+ * else. So a lone read waits for nobody, and under load the reads that arrive while copies run
+ * gather into one batch. Slots are used in turn, so the oldest slot in flight is the one the
+ * next slot needs.
  */
 class OverlappedReads final : public WorkerLeftovers {
  public:
@@ -99,12 +102,15 @@ class OverlappedReads final : public WorkerLeftovers {
     open_.reads.push_back(Pending{size, std::move(done)});
     std::size_t const page = get_page_size();
     open_.end              = (open_.end + size + page - 1) / page * page;
+    if (in_flight_.empty()) { start_open_copies(); }
   }
 
   bool progress(bool another_task_follows) noexcept override
   {
-    if (!another_task_follows && open_.holds_reads()) { start_open_copies(); }
     while (!in_flight_.empty() && complete_oldest(false)) {}
+    if (open_.holds_reads() && (in_flight_.empty() || !another_task_follows)) {
+      start_open_copies();
+    }
     bool const left = !in_flight_.empty() || open_.holds_reads();
     if (!left) { release_ring(); }
     return left;
