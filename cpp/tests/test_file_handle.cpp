@@ -12,7 +12,9 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <thread>
 #include <cstring>
@@ -723,34 +725,34 @@ TEST_F(OnDevice, ManyOverlappedReadsInFlightAroundTheSlotSize)
   }
 }
 
-// Device reads queued one behind another on a worker start their copies together: one
-// cuMemcpyBatchAsync for up to 8 reads packed into a slot, not a copy call per read (the driver
-// issues single copies at a fixed cost each). 11 reads queued behind a task that holds the only
-// worker, their copies held up on the device: the first read's copy starts at once (nothing of
-// the worker's in flight), the next 8 go in one batch once the slot is full, the last 2 in one
-// when the worker runs out of reads; no future is ready before its copy ran; every byte where
-// it belongs.
-TEST_F(OnDevice, QueuedSmallDeviceReadsStartTheirCopiesTogether)
+// 11 device reads of 20000 bytes (above the 16 KiB threshold, 5 pages of a 1 MiB slot each)
+// queued behind a task that holds the only pool worker, their copies held up on the device until
+// the worker has taken every read; `before_release` runs just before the worker is let go, while
+// the driver's calls are counted. Checks that no future is ready before the copies ran, and
+// every read's bytes and surroundings; returns the driver calls counted.
+std::map<std::string, std::size_t> queued_reads_behind_a_held_worker(
+  std::function<void()> const& before_release)
 {
   auto const trace = kvikio::test::simulator_hook<kvikio::test::TraceCalls>("cudasim_trace_calls");
-  if (trace == nullptr) {
-    GTEST_SKIP() << "counts the driver's calls, which only the simulator can";
-  }
   TempDir dir;
   auto const path         = dir.file("f");
-  std::size_t const size  = 20000;  // above the 16 KiB threshold, 5 pages of a slot each
+  std::size_t const size  = 20000;
   std::size_t const reads = 11;
   auto const content      = pattern(1 << 20, 34);
   write_file(path, content);
   kvikio::defaults::set_thread_pool_nthreads(1);
+  kvikio::defaults::set_task_size(4 << 20);
+  kvikio::defaults::set_bounce_buffer_size(16 << 20);
+  kvikio::defaults::set_num_bounce_buffers(4);
+  EXPECT_EQ(kvikio::detail::posix_backend().overlapped_read_limit(), 1U << 20);
   auto& pool = kvikio::defaults::thread_pool();
   FileHandle f{path, "r"};
   std::size_t const stride = size + 2 * guard;
   kvikio::test::DeviceBuffer dev{reads * stride};
   std::vector<std::uint8_t> const poisoned(dev.size, poison);
   KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev.ptr, poisoned.data(), dev.size));
-  // One read first: the worker's stream and the slot's event exist before the trace starts.
-  ASSERT_EQ(f.pread(static_cast<char*>(dev.get()) + guard, size, 0).get(), size);
+  // One read first: the worker's stream and the slot's event exist before the count starts.
+  EXPECT_EQ(f.pread(static_cast<char*>(dev.get()) + guard, size, 0).get(), size);
   std::vector<std::future<std::size_t>> futures;
   {
     CopyGate gate;
@@ -762,6 +764,7 @@ TEST_F(OnDevice, QueuedSmallDeviceReadsStartTheirCopiesTogether)
         f.pread(static_cast<char*>(dev.get()) + i * stride + guard, size, 3000 * i + 11));
     }
     trace(1);
+    before_release();
     go.set_value();
     blocker.get();
     EXPECT_TRUE(eventually([&] { return pool.get_tasks_total() == 0; }))
@@ -772,18 +775,53 @@ TEST_F(OnDevice, QueuedSmallDeviceReadsStartTheirCopiesTogether)
     }
   }
   for (auto& fut : futures) {
-    ASSERT_EQ(fut.get(), size);
+    EXPECT_EQ(fut.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "a read whose copy was held back never ended";
   }
   trace(0);  // every copy has started: its future is ready
-  auto calls = kvikio::test::traced_driver_calls();
-  EXPECT_EQ(calls["cuMemcpyHtoDAsync"], 1U) << "only the first read's copy goes alone";
-  EXPECT_EQ(calls["cuMemcpyBatchAsync"], 2U) << "the other reads' copies did not go in two batches";
+  for (auto& fut : futures) {
+    if (fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      EXPECT_EQ(fut.get(), size);
+    }
+  }
   std::vector<std::uint8_t> back(dev.size);
   KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, dev.size));
   for (std::size_t i = 0; i < reads; ++i) {
     EXPECT_TRUE(guarded_bytes(back.data() + i * stride, size, stride, &content[3000 * i + 11]))
       << "read " << i;
   }
+  return kvikio::test::traced_driver_calls();
+}
+
+// Device reads queued one behind another on a worker start their copies together: one
+// cuMemcpyBatchAsync for up to 8 reads packed into a slot, not a copy call per read (the driver
+// issues single copies at a fixed cost each). The first read's copy starts at once (nothing of
+// the worker's in flight), the next 8 go in one batch once the slot is full, the last 2 in one
+// when the worker runs out of reads.
+TEST_F(OnDevice, QueuedSmallDeviceReadsStartTheirCopiesTogether)
+{
+  if (kvikio::test::simulator_hook<kvikio::test::TraceCalls>("cudasim_trace_calls") == nullptr) {
+    GTEST_SKIP() << "counts the driver's calls, which only the simulator can";
+  }
+  auto calls = queued_reads_behind_a_held_worker([] {});
+  EXPECT_EQ(calls["cuMemcpyHtoDAsync"], 1U) << "only the first read's copy goes alone";
+  EXPECT_EQ(calls["cuMemcpyBatchAsync"], 2U) << "the other reads' copies did not go in two batches";
+}
+
+// A batch the driver refuses is tried copy by copy: a read fails only if its own copy does
+// (here none does, and every byte lands).
+TEST_F(OnDevice, ARefusedBatchOfReadsIsCopiedReadByRead)
+{
+  auto const fail = kvikio::test::simulator_hook<kvikio::test::FailCall>("cudasim_fail_call");
+  if (fail == nullptr) {
+    GTEST_SKIP() << "makes the driver refuse a call, which only the simulator can";
+  }
+  auto calls = queued_reads_behind_a_held_worker(
+    [fail] { fail("cuMemcpyBatchAsync", 1, CUDA_ERROR_INVALID_VALUE); });
+  fail(nullptr, 0, 0);
+  EXPECT_EQ(calls["cuMemcpyBatchAsync"], 2U);
+  EXPECT_EQ(calls["cuMemcpyHtoDAsync"], 9U)
+    << "the refused batch's 8 copies were not retried alone";
 }
 
 // A future the caller keeps after its read is done holds no claim on the handle: close()

@@ -240,6 +240,9 @@ class BounceBufferRing {
    * @brief Copies `pieces` of slot `index` to device memory on `stream`, in one call into the
    * driver where it has `cuMemcpyBatchAsync` (CUDA 12.8 and later), tracked by the slot's event.
    * @throws std::invalid_argument if `pieces` is empty or one reaches past the slot's end.
+   * @throws kvikio::CUfileException if the driver refuses a copy; copies already queued then
+   * stay tracked by the slot's event (or are waited for), so the slot is not reused under them.
+   * Copying the same pieces again after such an error is harmless (the same bytes land).
    */
   void submit_h2d(std::size_t index, std::span<Piece const> pieces, CUstream stream);
 

@@ -290,34 +290,51 @@ void BounceBufferRing<Allocator>::submit_h2d(std::size_t index,
                   std::invalid_argument);
   }
   if (!slot.event) { slot.event.emplace(EventPool::instance().get()); }
-  auto& api = cudaAPI::instance();
-  if (pieces.size() > 1 && api.MemcpyBatchAsync != nullptr && api.driver_version >= 12080 &&
-      stream != nullptr) {
-    // The driver issues copies one at a time at about 4 us each whatever the threads (255k of
-    // 64 KiB a second on an H100); a batch of 8 went 2.4x as fast (docs/benchmarks.md).
-    std::vector<CUdeviceptr> dsts, srcs;
-    std::vector<std::size_t> sizes;
-    dsts.reserve(pieces.size());
-    srcs.reserve(pieces.size());
-    sizes.reserve(pieces.size());
-    for (auto const& piece : pieces) {
-      dsts.push_back(piece.dst);
-      srcs.push_back(convert_void2deviceptr(slot.data + piece.offset));
-      sizes.push_back(piece.size);
+  auto& api   = cudaAPI::instance();
+  bool queued = false;  // whether a copy from the slot may be on its way
+  try {
+    if (pieces.size() > 1 && api.MemcpyBatchAsync != nullptr && api.driver_version >= 12080 &&
+        stream != nullptr) {
+      // The driver issues copies one at a time at about 4 us each whatever the threads (255k
+      // of 64 KiB a second on an H100); a batch of 8 went 2.4x as fast (docs/benchmarks.md).
+      std::vector<CUdeviceptr> dsts, srcs;
+      std::vector<std::size_t> sizes;
+      dsts.reserve(pieces.size());
+      srcs.reserve(pieces.size());
+      sizes.reserve(pieces.size());
+      for (auto const& piece : pieces) {
+        dsts.push_back(piece.dst);
+        srcs.push_back(convert_void2deviceptr(slot.data + piece.offset));
+        sizes.push_back(piece.size);
+      }
+      CUmemcpyAttributes attrs{};
+      attrs.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+      std::size_t attrs_index{0};
+      KVIKIO_CUDA_DRIVER_TRY(api.MemcpyBatchAsync(
+        dsts.data(), srcs.data(), sizes.data(), pieces.size(), &attrs, &attrs_index, 1, stream));
+      queued = true;
+    } else {
+      for (auto const& piece : pieces) {
+        KVIKIO_CUDA_DRIVER_TRY(
+          api.MemcpyHtoDAsync(piece.dst, slot.data + piece.offset, piece.size, stream));
+        queued = true;
+      }
     }
-    CUmemcpyAttributes attrs{};
-    attrs.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
-    std::size_t attrs_index{0};
-    KVIKIO_CUDA_DRIVER_TRY(api.MemcpyBatchAsync(
-      dsts.data(), srcs.data(), sizes.data(), pieces.size(), &attrs, &attrs_index, 1, stream));
-  } else {
-    for (auto const& piece : pieces) {
-      KVIKIO_CUDA_DRIVER_TRY(
-        api.MemcpyHtoDAsync(piece.dst, slot.data + piece.offset, piece.size, stream));
+    slot.event->record(stream);
+    slot.in_flight = true;
+  } catch (...) {
+    if (queued && !slot.in_flight) {
+      // Copies already queued still read the slot: it is in flight until they ran, or, if even
+      // that cannot be recorded, the stream is waited for before the slot is touched again.
+      try {
+        slot.event->record(stream);
+        slot.in_flight = true;
+      } catch (...) {
+        (void)api.StreamSynchronize(stream);
+      }
     }
+    throw;
   }
-  slot.event->record(stream);
-  slot.in_flight = true;
 }
 
 template <typename Allocator>

@@ -150,8 +150,8 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
   (void)base_size;
   if (reading && !cufile && size <= backend->overlapped_read_limit()) {
     // One slot's worth (a column chunk, a page): its worker reads it into a slot of its own
-    // ring, starts the copy and goes on to the next task while the copy runs; the future is
-    // ready once the bytes are in device memory.
+    // ring, starts the copy (or holds it to go with the reads that come while copies run) and
+    // goes on to the next task; the future is ready once the bytes are in device memory.
     auto done   = std::make_shared<std::promise<std::size_t>>();
     auto future = done->get_future();
     detail::detach_overlapping_job(

@@ -134,8 +134,9 @@ class DeviceBackend {
    * @brief Reads `size` bytes at `file_offset` into `dst` (device memory of the current
    * context), making `done` ready with `size` once they are in device memory, or with the error.
    * On a thread pool worker, a read of at most overlapped_read_limit() bytes may return with its
-   * copy still in flight, for the worker to finish later (detail::WorkerLeftovers), so that the
-   * worker reads the next one from the file meanwhile; otherwise it returns when `done` is set.
+   * copy in flight, or held to start with the reads that follow, for the worker to finish later
+   * (detail::WorkerLeftovers), so that the worker reads the next one from the file meanwhile;
+   * otherwise it returns when `done` is set.
    */
   virtual void read_device_overlapped(LocalFile const& file,
                                       void* dst,

@@ -18,16 +18,17 @@ class ThreadPool;
 namespace kvikio::detail {
 
 /**
- * @brief What tasks left unfinished on their worker thread: copies to the device still in
- * flight, whose futures are made ready once they are done.
+ * @brief What tasks left unfinished on their worker thread: copies to the device in flight, or
+ * held to start together with those of the next tasks, whose futures are made ready once the
+ * copies are done.
  *
  * With nothing to run, the worker polls its leftovers until they are done (taking new work as
  * soon as it comes); it finishes them, waiting, before any task that was not queued by
  * detach_overlapping_job() (such a task may wait for one of those futures) and before it
  * leaves; before a task queued by detach_overlapping_job() it only finishes what is already
- * done. So the leftovers of one task overlap the next task only where both are of the kind that
- * leaves them. Such a task may also join what an earlier one held back (copies started together);
- * a worker that runs out of tasks starts it.
+ * done (progress(true)). So the leftovers of one task overlap the next task only where both are of
+ * the kind that leaves them. Such a task may also join what an earlier one held back (copies
+ * started together); a worker that runs out of tasks starts it.
  */
 class WorkerLeftovers {
  public:

@@ -3,7 +3,6 @@
  */
 #include <kvikio/detail/local_backend.hpp>
 
-#include <deque>
 #include <exception>
 #include <optional>
 #include <span>
@@ -83,16 +82,20 @@ class OverlappedReads final : public WorkerLeftovers {
     if (ring_ && !open_.reserved && in_flight_.size() == ring_->num_slots()) {
       complete_oldest(true);
     }
-    // (Either call above ends everything if the driver fails, the ring included.)
+    // (A failed wait above ends everything, the ring included.)
     if (!ring_) {
       ring_.emplace(shape.slots, 1, shape.max_slot);
       shape_ = shape;
       ctx_   = ctx;
+      in_flight_.reserve(ring_->num_slots());
     }
     KVIKIO_EXPECT(size <= ring_->slot_size(),
                   "overlapped device read of more bytes than a slot holds",
                   std::invalid_argument);
     if (!open_.reserved) {
+      // Room for the slot's reads first: nothing allocates once a read's promise is moved in.
+      open_.pieces.reserve(max_reads_per_slot);
+      open_.reads.reserve(max_reads_per_slot);
       open_.slot     = ring_->reserve();
       open_.reserved = true;
     }
@@ -102,6 +105,7 @@ class OverlappedReads final : public WorkerLeftovers {
     open_.reads.push_back(Pending{size, std::move(done)});
     std::size_t const page = get_page_size();
     open_.end              = (open_.end + size + page - 1) / page * page;
+    while (!in_flight_.empty() && complete_oldest(false)) {}
     if (in_flight_.empty()) { start_open_copies(); }
   }
 
@@ -121,19 +125,18 @@ class OverlappedReads final : public WorkerLeftovers {
   void finish() noexcept override
   {
     if (open_.holds_reads()) { start_open_copies(); }
-    std::deque<Batch> ended;
+    std::vector<Batch> ended;
     ended.swap(in_flight_);
-    std::vector<std::exception_ptr> errors(ended.size());
-    for (std::size_t i = 0; i < ended.size(); ++i) {
+    for (auto& batch : ended) {
       try {
-        (void)ring_->wait(ended[i].slot);
+        (void)ring_->wait(batch.slot);
       } catch (...) {
-        errors[i] = std::current_exception();
+        batch.error = std::current_exception();
       }
     }
     release_ring();
-    for (std::size_t i = 0; i < ended.size(); ++i) {
-      end_reads(ended[i].reads, errors[i]);
+    for (auto& batch : ended) {
+      end_reads(batch.reads, batch.error);
     }
   }
 
@@ -146,6 +149,7 @@ class OverlappedReads final : public WorkerLeftovers {
   struct Batch {
     std::size_t slot{0};
     std::vector<Pending> reads;
+    std::exception_ptr error{};  // of waiting for its copies, once finish() has
   };
   // The slot being filled: reserved in the ring, its copies not started yet.
   struct OpenSlot {
@@ -169,24 +173,41 @@ class OverlappedReads final : public WorkerLeftovers {
   }
 
   // Starts the open slot's copies, in the context the reads were made in (this may run between
-  // tasks, where no context is current). If that fails, its reads and all others end with the
-  // error: the ring's state after a driver error is not trusted.
+  // tasks, where no context is current). If the driver refuses the batch, each read's copy is
+  // tried alone, so that only the reads whose copy fails (a destination freed meanwhile) end
+  // with the error.
   void start_open_copies() noexcept
   {
+    if (!open_.holds_reads()) { return; }
     Batch batch{open_.slot, std::move(open_.reads)};
-    auto pieces = std::move(open_.pieces);
-    open_       = OpenSlot{};
-    try {
+    auto const pieces = std::move(open_.pieces);
+    open_             = OpenSlot{};
+    using Pieces      = std::span<BounceBufferRing<>::Piece const>;
+    auto const submit = [&](Pieces some) {
       PushAndPopContext const context{ctx_};
-      ring_->submit_h2d(batch.slot,
-                        std::span<BounceBufferRing<>::Piece const>{pieces},
-                        stream_for_this_thread(ctx_));
+      ring_->submit_h2d(batch.slot, some, stream_for_this_thread(ctx_));
+    };
+    try {
+      submit(Pieces{pieces});
     } catch (...) {
-      auto const error = std::current_exception();
-      finish();
-      end_reads(batch.reads, error);
-      return;
+      std::exception_ptr error = std::current_exception();
+      std::size_t kept         = 0;
+      for (std::size_t i = 0; i < pieces.size(); ++i) {
+        if (pieces.size() > 1) {
+          try {
+            submit(Pieces{&pieces[i], 1});
+            if (kept != i) { batch.reads[kept] = std::move(batch.reads[i]); }
+            ++kept;
+            continue;
+          } catch (...) {
+            error = std::current_exception();
+          }
+        }
+        batch.reads[i].done.set_exception(error);
+      }
+      batch.reads.resize(kept);
     }
+    // Even with no read left it keeps its place: copies may still read the slot.
     in_flight_.push_back(std::move(batch));
   }
 
@@ -210,7 +231,7 @@ class OverlappedReads final : public WorkerLeftovers {
       error = std::current_exception();
     }
     auto reads = std::move(oldest.reads);
-    in_flight_.pop_front();
+    in_flight_.erase(in_flight_.begin());
     if (error) {
       finish();
     } else if (in_flight_.empty() && !open_.holds_reads()) {
@@ -235,7 +256,7 @@ class OverlappedReads final : public WorkerLeftovers {
   RingShape shape_{};
   CUcontext ctx_{};
   OpenSlot open_;
-  std::deque<Batch> in_flight_;  // oldest first
+  std::vector<Batch> in_flight_;  // oldest first; at most one per slot (room reserved)
 };
 
 std::size_t StagedBackend::overlapped_read_limit() const
