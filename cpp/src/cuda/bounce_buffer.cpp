@@ -264,14 +264,8 @@ void BounceBufferRing<Allocator>::submit_h2d(std::size_t index,
                                              std::size_t nbytes,
                                              CUstream stream)
 {
-  auto& slot = slots_.at(index);
-  KVIKIO_EXPECT(nbytes <= slot_size_,
-                "BounceBufferRing::submit_h2d: more bytes than a slot holds",
-                std::invalid_argument);
-  if (!slot.event) { slot.event.emplace(EventPool::instance().get()); }
-  KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().MemcpyHtoDAsync(dst, slot.data, nbytes, stream));
-  slot.event->record(stream);
-  slot.in_flight = true;
+  Piece const whole{dst, 0, nbytes};
+  submit_h2d(index, std::span<Piece const>{&whole, 1}, stream);
 }
 
 template <typename Allocator>
