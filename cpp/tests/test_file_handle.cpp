@@ -560,6 +560,24 @@ bool eventually(Done done)
   return true;
 }
 
+// One pool worker whose staging ring has 4 slots of 1 MiB: reads up to 1 MiB overlap their
+// copies, and 8 reads of 20000 bytes fill a slot.
+void one_worker_with_one_mib_slots()
+{
+  kvikio::defaults::set_thread_pool_nthreads(1);
+  kvikio::defaults::set_task_size(4 << 20);
+  kvikio::defaults::set_bounce_buffer_size(16 << 20);
+  kvikio::defaults::set_num_bounce_buffers(4);
+}
+
+// Whether none of `futures` is ready yet.
+bool none_ready(std::vector<std::future<std::size_t>> const& futures)
+{
+  return std::none_of(futures.begin(), futures.end(), [](auto const& fut) {
+    return fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  });
+}
+
 // Whether the `n` bytes at `at + guard` are those at `expected`, and the bytes around them (a
 // guard before, poison up to `at + stride` after) still poison.
 ::testing::AssertionResult guarded_bytes(std::uint8_t const* at,
@@ -612,10 +630,7 @@ TEST_F(OnDevice, SmallDeviceReadsGoOnWhileTheirCopiesRun)
     }
     EXPECT_TRUE(eventually([] { return kvikio::defaults::thread_pool().get_tasks_queued() == 0; }))
       << "the worker waited for a copy before taking the next read";
-    for (auto& fut : futures) {
-      EXPECT_EQ(fut.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
-        << "a future is ready before its copy ran";
-    }
+    EXPECT_TRUE(none_ready(futures)) << "a future is ready before its copy ran";
     gate.release();
     for (auto& fut : futures) {
       EXPECT_TRUE(eventually(
@@ -740,10 +755,7 @@ std::map<std::string, std::size_t> queued_reads_behind_a_held_worker(
   std::size_t const reads = 11;
   auto const content      = pattern(1 << 20, 34);
   write_file(path, content);
-  kvikio::defaults::set_thread_pool_nthreads(1);
-  kvikio::defaults::set_task_size(4 << 20);
-  kvikio::defaults::set_bounce_buffer_size(16 << 20);
-  kvikio::defaults::set_num_bounce_buffers(4);
+  one_worker_with_one_mib_slots();
   EXPECT_EQ(kvikio::detail::posix_backend().overlapped_read_limit(), 1U << 20);
   auto& pool = kvikio::defaults::thread_pool();
   FileHandle f{path, "r"};
@@ -769,10 +781,7 @@ std::map<std::string, std::size_t> queued_reads_behind_a_held_worker(
     blocker.get();
     EXPECT_TRUE(eventually([&] { return pool.get_tasks_total() == 0; }))
       << "the worker did not take every queued read while the copies were held up";
-    for (auto& fut : futures) {
-      EXPECT_EQ(fut.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
-        << "a future is ready before its copy ran";
-    }
+    EXPECT_TRUE(none_ready(futures)) << "a future is ready before its copy ran";
   }
   for (auto& fut : futures) {
     EXPECT_EQ(fut.wait_for(std::chrono::seconds(20)), std::future_status::ready)
@@ -822,6 +831,79 @@ TEST_F(OnDevice, ARefusedBatchOfReadsIsCopiedReadByRead)
   EXPECT_EQ(calls["cuMemcpyBatchAsync"], 2U);
   EXPECT_EQ(calls["cuMemcpyHtoDAsync"], 9U)
     << "the refused batch's 8 copies were not retried alone";
+}
+
+// close() racing device reads whose copies a worker holds back: close() waits for the reads
+// still queued (they read through the handle's descriptor) but not for copies the device has
+// yet to run, whose bytes are already staged. Another file opened meanwhile (it may take the
+// closed descriptor's number) is read by the same worker, its read packed beside the held-back
+// ones: every read returns its own file's bytes, nothing lands around a destination, and the
+// pinned buffer goes back to the pool.
+TEST_F(OnDevice, CloseRacingHeldBackDeviceReadsLosesAndCrossesNothing)
+{
+  TempDir dir;
+  auto const path_a       = dir.file("a");
+  auto const path_b       = dir.file("b");
+  std::size_t const size  = 20000;  // above the 16 KiB threshold; 5 pages of a 1 MiB slot
+  std::size_t const reads = 11;     // more than one slot's 8
+  auto const a            = pattern(1 << 20, 35);
+  auto const b            = pattern(1 << 20, 36);
+  write_file(path_a, a);
+  write_file(path_b, b);
+  one_worker_with_one_mib_slots();
+  ASSERT_EQ(kvikio::detail::posix_backend().overlapped_read_limit(), 1U << 20);
+  auto& workers            = kvikio::defaults::thread_pool();
+  auto& buffers            = kvikio::BounceBufferPool<>::instance();
+  std::size_t const stride = size + 2 * guard;
+  kvikio::test::DeviceBuffer dev{(reads + 1) * stride};  // the last place is b's
+  std::vector<std::uint8_t> const poisoned(dev.size, poison);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev.ptr, poisoned.data(), dev.size));
+  auto const at = [&](std::size_t i) { return static_cast<char*>(dev.get()) + i * stride + guard; };
+  FileHandle f{path_a, "r"};
+  // One read first, so that the pool holds the buffer the worker's ring takes.
+  ASSERT_EQ(f.pread(at(0), size, 0).get(), size);
+  std::size_t const free_before = buffers.num_free_buffers();
+  auto const offset_of          = [](std::size_t i) { return 3000 * i + 11; };
+  std::vector<std::future<std::size_t>> futures;
+  std::future<std::size_t> of_b;
+  {
+    CopyGate gate;
+    std::promise<void> go;
+    auto held    = go.get_future().share();
+    auto blocker = workers.submit_task([held] { held.wait(); });
+    for (std::size_t i = 0; i < reads; ++i) {
+      futures.push_back(f.pread(at(i), size, offset_of(i)));
+    }
+    auto closing = std::async(std::launch::async, [&] { f.close(); });
+    EXPECT_EQ(closing.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout)
+      << "close() returned while reads through the handle were still queued";
+    go.set_value();
+    blocker.get();
+    ASSERT_EQ(closing.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "close() waited for copies the device had not run";
+    closing.get();
+    FileHandle g{path_b, "r"};
+    of_b = g.pread(at(reads), size, 777);
+    EXPECT_TRUE(eventually([&] { return workers.get_tasks_total() == 0; }))
+      << "the worker did not take the other file's read while copies were held back";
+    EXPECT_TRUE(none_ready(futures)) << "a future is ready before its copy ran";
+  }
+  for (auto& fut : futures) {
+    ASSERT_EQ(fut.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "a read whose handle was closed never ended";
+    EXPECT_EQ(fut.get(), size);
+  }
+  EXPECT_EQ(of_b.get(), size);
+  EXPECT_TRUE(eventually([&] { return buffers.num_free_buffers() == free_before; }))
+    << "the worker's ring kept its pinned buffer";
+  std::vector<std::uint8_t> back(dev.size);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, dev.size));
+  for (std::size_t i = 0; i < reads; ++i) {
+    EXPECT_TRUE(guarded_bytes(back.data() + i * stride, size, stride, &a[offset_of(i)]))
+      << "read " << i << " of the closed handle";
+  }
+  EXPECT_TRUE(guarded_bytes(back.data() + reads * stride, size, stride, &b[777]))
+    << "the other file's read";
 }
 
 // A future the caller keeps after its read is done holds no claim on the handle: close()

@@ -287,8 +287,7 @@ void BounceBufferRing<Allocator>::submit_h2d(std::size_t index,
   auto& api   = cudaAPI::instance();
   bool queued = false;  // whether a copy from the slot may be on its way
   try {
-    if (pieces.size() > 1 && api.MemcpyBatchAsync != nullptr && api.driver_version >= 12080 &&
-        stream != nullptr) {
+    if (pieces.size() > 1 && cudaAPI::can_batch_copies(stream)) {
       // The driver issues copies one at a time at about 4 us each whatever the threads (255k
       // of 64 KiB a second on an H100); a batch of 8 went 2.4x as fast (docs/benchmarks.md).
       std::vector<CUdeviceptr> dsts, srcs;
@@ -301,11 +300,8 @@ void BounceBufferRing<Allocator>::submit_h2d(std::size_t index,
         srcs.push_back(convert_void2deviceptr(slot.data + piece.offset));
         sizes.push_back(piece.size);
       }
-      CUmemcpyAttributes attrs{};
-      attrs.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
-      std::size_t attrs_index{0};
-      KVIKIO_CUDA_DRIVER_TRY(api.MemcpyBatchAsync(
-        dsts.data(), srcs.data(), sizes.data(), pieces.size(), &attrs, &attrs_index, 1, stream));
+      KVIKIO_CUDA_DRIVER_TRY(
+        cudaAPI::memcpy_batch_async(dsts.data(), srcs.data(), sizes.data(), pieces.size(), stream));
       queued = true;
     } else {
       for (auto const& piece : pieces) {

@@ -87,14 +87,23 @@ CUresult cudaAPI::cuda_memcpy_async(CUdeviceptr dst,
                                     std::size_t size,
                                     CUstream stream)
 {
+  if (can_batch_copies(stream)) { return memcpy_batch_async(&dst, &src, &size, 1, stream); }
+  return instance().MemcpyAsync(dst, src, size, stream);
+}
+
+bool cudaAPI::can_batch_copies(CUstream stream)
+{
   auto const& api = instance();
-  if (api.MemcpyBatchAsync != nullptr && api.driver_version >= 12080 && stream != nullptr) {
-    CUmemcpyAttributes attrs{};
-    attrs.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
-    std::size_t attrs_index{0};
-    return api.MemcpyBatchAsync(&dst, &src, &size, 1, &attrs, &attrs_index, 1, stream);
-  }
-  return api.MemcpyAsync(dst, src, size, stream);
+  return api.MemcpyBatchAsync != nullptr && api.driver_version >= 12080 && stream != nullptr;
+}
+
+CUresult cudaAPI::memcpy_batch_async(
+  CUdeviceptr* dsts, CUdeviceptr* srcs, std::size_t* sizes, std::size_t count, CUstream stream)
+{
+  CUmemcpyAttributes attrs{};
+  attrs.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  std::size_t attrs_index{0};
+  return instance().MemcpyBatchAsync(dsts, srcs, sizes, count, &attrs, &attrs_index, 1, stream);
 }
 
 bool is_cuda_available() noexcept { return CudaDriverLoader::get().api != nullptr; }

@@ -146,6 +146,21 @@ class DeviceBackend {
 };
 
 /**
+ * @brief The shape of a staged device transfer's ring for the settings now: `slots` slots
+ * (defaults::num_bounce_buffers()), each at most a task's share (defaults::task_size() / slots),
+ * so that a ring spans one task as one task's buffer would.
+ */
+struct StagingRingShape {
+  std::size_t slots{0};     ///< Number of slots.
+  std::size_t max_slot{0};  ///< The largest a slot may be, in bytes.
+  /// @brief Equal when both members are.
+  bool operator==(StagingRingShape const&) const = default;
+};
+
+/// @brief The StagingRingShape of the settings now.
+[[nodiscard]] StagingRingShape staging_ring_shape();
+
+/**
  * @brief The POSIX and io_uring backends: the same algorithms over a different way of moving
  * bytes between a descriptor and host memory (transfer_all()).
  *

@@ -128,6 +128,24 @@ class cudaAPI {
                                     CUstream stream);
 
   /**
+   * @brief Whether memcpy_batch_async() can run on `stream`: the driver has
+   * `cuMemcpyBatchAsync` (CUDA 12.8 and later) and `stream` is not the null stream, which that
+   * call refuses.
+   * @throws kvikio::CUfileException if no CUDA driver is loaded (see `instance()`).
+   */
+  [[nodiscard]] static bool can_batch_copies(CUstream stream);
+
+  /**
+   * @brief `count` asynchronous copies (`sizes[i]` bytes from `srcs[i]` to `dsts[i]`, any two
+   * addresses) in one `cuMemcpyBatchAsync`, ordered on `stream` (each source is read when the
+   * stream gets there: `CU_MEMCPY_SRC_ACCESS_ORDER_STREAM`). Only where can_batch_copies(stream).
+   * @return the driver's result.
+   * @throws kvikio::CUfileException if no CUDA driver is loaded (see `instance()`).
+   */
+  static CUresult memcpy_batch_async(
+    CUdeviceptr* dsts, CUdeviceptr* srcs, std::size_t* sizes, std::size_t count, CUstream stream);
+
+  /**
    * @brief The process-wide table.
    *
    * The first call loads the driver and calls `cuInit(0)`; the outcome is kept for the life of the

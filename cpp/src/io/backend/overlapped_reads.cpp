@@ -19,23 +19,6 @@
 #include <kvikio/utils.hpp>
 
 namespace kvikio::detail {
-namespace {
-
-// The shape of read_device()'s ring for the settings now: k slots, each at most a task's share.
-struct RingShape {
-  std::size_t slots{0};
-  std::size_t max_slot{0};
-  bool operator==(RingShape const&) const = default;
-};
-
-RingShape ring_shape()
-{
-  std::size_t const k = defaults::num_bounce_buffers();
-  return {k, defaults::task_size() / k};
-}
-
-}  // namespace
-
 // Reads packed into one slot whose copies start together, in one call into the driver: the
 // driver issues single copies at about 4 us each, whatever the threads (255k copies of 64 KiB a
 // second on an H100), and batches of 8 at 2.4x that rate (docs/benchmarks.md).
@@ -71,7 +54,7 @@ class OverlappedReads final : public WorkerLeftovers {
   {
     CUcontext ctx{};
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
-    auto const shape = ring_shape();
+    auto const shape = staging_ring_shape();
     // A ring's events and stream belong to one context, and its slots to the settings it was
     // made with.
     if (ring_ && (ctx != ctx_ || shape != shape_)) { finish(); }
@@ -253,7 +236,7 @@ class OverlappedReads final : public WorkerLeftovers {
   }
 
   std::optional<BounceBufferRing<>> ring_;
-  RingShape shape_{};
+  StagingRingShape shape_{};
   CUcontext ctx_{};
   OpenSlot open_;
   std::vector<Batch> in_flight_;  // oldest first; at most one per slot (room reserved)
@@ -261,7 +244,7 @@ class OverlappedReads final : public WorkerLeftovers {
 
 std::size_t StagedBackend::overlapped_read_limit() const
 {
-  auto const shape = ring_shape();
+  auto const shape = staging_ring_shape();
   return BounceBufferRing<>::slot_size_for(
     defaults::bounce_buffer_size(), shape.slots, shape.max_slot);
 }

@@ -204,6 +204,15 @@ std::size_t StagedBackend::write_host(LocalFile const& file,
   return host_io(false, file, static_cast<std::byte*>(const_cast<void*>(buf)), size, offset);
 }
 
+// The ring spans one task (defaults::task_size()), as one task's buffer would: what all the
+// threads stage at once then stays in the CPU caches, from which the copies to the device read
+// (16 threads with 16 MiB rings read 0.8x of 4 MiB ones on an H100, docs/benchmarks.md).
+StagingRingShape staging_ring_shape()
+{
+  std::size_t const k = defaults::num_bounce_buffers();
+  return {k, defaults::task_size() / k};
+}
+
 // Reads the cursor's chunks through this thread's ring of pinned slots: reading the next chunk
 // from the file overlaps the copy of the current one.
 std::size_t StagedBackend::read_device(LocalFile const& file,
@@ -214,13 +223,9 @@ std::size_t StagedBackend::read_device(LocalFile const& file,
 {
   KVIKIO_NVTX_FUNC_RANGE();
   if (cursor.size() == 0) { return 0; }
-  CUstream const stream = current_context_stream();
-  auto* const dev       = static_cast<std::byte*>(base) + base_offset;
-  // The ring spans one task (defaults::task_size()), as one task's buffer would: what all the
-  // threads stage at once then stays in the CPU caches, from which the copies to the device read
-  // (16 threads with 16 MiB rings read 0.8x of 4 MiB ones on an H100, docs/benchmarks.md).
-  std::size_t const k        = defaults::num_bounce_buffers();
-  std::size_t const max_slot = defaults::task_size() / k;
+  CUstream const stream    = current_context_stream();
+  auto* const dev          = static_cast<std::byte*>(base) + base_offset;
+  auto const [k, max_slot] = staging_ring_shape();
   {
     // One chunk in all (the read a column reader issues most): one buffer, one copy, one wait
     // on the stream, none of the ring's events. (The buffer's own size decides: the setting may
