@@ -89,7 +89,7 @@ class MultiPollTransport::Reactor {
   void run();
   void start(multi_poll::Transfer& t);
   void judge(multi_poll::Transfer& t, CURLcode code);
-  void settle();
+  void settle(bool watching);
   void start_what_fits(std::size_t max_in_flight);
   void act(curl_socket_t socket, int events);
   void read_completions();
@@ -117,6 +117,9 @@ class MultiPollTransport::Reactor {
   std::vector<Watched> watched_;
   std::optional<multi_poll::Clock::time_point> curl_deadline_;  // libcurl's timer
   multi_poll::Clock::time_point last_stall_check_{};            // cut_stalled_after_close()
+  // While set and not passed: a transfer waits for its device copies, which the reactor then
+  // looks at without blocking (see run()).
+  std::optional<multi_poll::Clock::time_point> watch_copies_until_;
   std::deque<std::unique_ptr<multi_poll::Transfer>>
     waiting_;  // not started yet: own first, then shared
   std::vector<std::unique_ptr<multi_poll::Transfer>> active_;  // started and not ended

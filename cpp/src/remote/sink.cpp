@@ -216,7 +216,6 @@ void RemoteSink::submit_rest()
   if (!ring_) { return; }
   PushAndPopContext const context{ctx_};
   flush();
-  if (waker_ && stream_ != nullptr) { wake_after_copies(); }
 }
 
 bool RemoteSink::copies_done()

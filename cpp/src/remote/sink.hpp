@@ -97,11 +97,11 @@ class RemoteSink {
   [[nodiscard]] bool paused() const noexcept { return paused_; }
   /// @brief Without waiting: whether a paused transfer can go on (then it is no longer paused).
   [[nodiscard]] bool ready_to_resume();
-  /// @brief Copies what is still in the ring's current slot, without waiting; the waker is
-  /// woken when every copy is done.
+  /// @brief Copies what is still in the ring's current slot, without waiting (rearm() asks for
+  /// the wake once every copy is done).
   void submit_rest();
-  /// @brief After a wake: makes sure the waker is woken again once this sink's copies are done
-  /// (a host function pending on its stream then was launched before some of them).
+  /// @brief Makes sure the waker is woken once this sink's copies are done (a host function
+  /// pending on its stream may have been launched before some of them).
   void rearm();
   /// @brief Without waiting: whether every copy has completed (true for host memory).
   [[nodiscard]] bool copies_done();
