@@ -386,6 +386,26 @@ class SlowCopies : public kvikio::test::OnDevice {
   }
 };
 
+// A transfer whose last copy outlasts the reactor's watch of it (300 us copies under the
+// simulator, a 50 us watch) still ends: when the watch ends, the reactor asks for the host
+// function that wakes it once the copy is done. (On a GPU the copy ends within the watch.)
+TEST_F(SlowCopies, AFinishedTransferWhoseCopyOutlastsTheWatchEnds)
+{
+  kvikio::defaults::set_remote_backend(RemoteBackendType::LIBCURL_MULTI_POLL);
+  kvikio::test::Nginx server;
+  auto const content = pattern(40000, 73);
+  kvikio::test::write_file(server.root() + "/small.bin", content);
+  auto handle = RemoteHandle::open(server.url("small.bin"));
+  kvikio::test::DeviceBuffer dev{content.size()};
+  auto read = handle.pread(dev.get(), content.size(), 0);
+  ASSERT_EQ(read.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+    << "a transfer whose copy outlasted the watch never ended";
+  EXPECT_EQ(read.get(), content.size());
+  std::vector<std::uint8_t> back(content.size());
+  KVIKIO_CUDA_DRIVER_TRY(kvikio::test::api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  EXPECT_EQ(back, content);
+}
+
 TEST_F(SlowCopies, MultiPollDeviceReadsPauseAndResume)
 {
   kvikio::defaults::set_remote_backend(RemoteBackendType::LIBCURL_MULTI_POLL);

@@ -285,7 +285,7 @@ void MultiPollTransport::Reactor::settle(bool watching)
     try {
       bool const paused = t->state == Transfer::State::running && t->sink->paused();
       if (paused && !t->sink->ready_to_resume()) {
-        t->sink->rearm();
+        if (!watching) { t->sink->rearm(); }
         continue;
       }
       if (paused) {

@@ -168,9 +168,9 @@ void CopyWaker::host_function_ran(CUstream stream) noexcept
 }
 
 // A host function behind the copies enqueued so far wakes the reactor when they are done, so
-// that it never polls the GPU; if one is pending on the stream already, the reactor re-arms once
-// that one woke it. The host function owns a reference to the waker: the reactor may be gone by
-// then.
+// that it need not keep polling the GPU; if one is pending on the stream already, the reactor
+// re-arms once that one woke it (or its watch of the copies ended). The host function owns a
+// reference to the waker: the reactor may be gone by then.
 void RemoteSink::wake_after_copies()
 {
   if (!waker_->claim_host_function(stream_)) { return; }

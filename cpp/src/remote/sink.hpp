@@ -23,7 +23,8 @@ namespace kvikio::detail {
  *
  * One host function at a time per stream: a host function wakes its waker once every copy
  * enqueued on its stream before it is done, so while one is pending, the copies enqueued after
- * it wait for the driver of the sinks to arm the next one (RemoteSink::rearm) once it was woken.
+ * it wait for the driver of the sinks to arm the next one (RemoteSink::rearm) once it was woken
+ * (or, in the multi-poll reactor, once its watch of the copies ended).
  * At many transfers a second this is one host function per wakeup instead of one per transfer
  * (the driver runs them all on one thread, and each blocks its stream while it runs).
  */
@@ -52,7 +53,8 @@ class CopyWaker {
  * Both transports use it. The easy transport lets it wait for a slot's copy when the ring wraps
  * around; the multi-poll reactor must never wait on the GPU, so it sets non-blocking mode: a
  * write that would wait pauses the transfer instead (libcurl delivers the same bytes again once
- * the reactor resumes it), and the last copies are awaited by polling copies_done().
+ * the reactor resumes it), and the last copies are awaited by polling copies_done() and, past the
+ * reactor's watch of them, through a host function's wake (rearm()).
  */
 class RemoteSink {
  public:
@@ -91,14 +93,14 @@ class RemoteSink {
   void finish();
 
   /// @brief Never wait on the GPU from the callbacks: pause the transfer instead. `waker` is
-  /// woken when the copies that a pause or submit_rest() left pending have completed.
+  /// woken when the copies that a pause left pending, or those of a rearm(), have completed.
   void set_nonblocking(std::shared_ptr<CopyWaker> waker) noexcept { waker_ = std::move(waker); }
   /// @brief Whether the last write paused the transfer (non-blocking mode).
   [[nodiscard]] bool paused() const noexcept { return paused_; }
   /// @brief Without waiting: whether a paused transfer can go on (then it is no longer paused).
   [[nodiscard]] bool ready_to_resume();
-  /// @brief Copies what is still in the ring's current slot, without waiting (rearm() asks for
-  /// the wake once every copy is done).
+  /// @brief Copies what is still in the ring's current slot, without waiting: the caller polls
+  /// copies_done(), or calls rearm() to be woken when the copies are done.
   void submit_rest();
   /// @brief Makes sure the waker is woken once this sink's copies are done (a host function
   /// pending on its stream may have been launched before some of them).
