@@ -13,7 +13,7 @@
 #   multi-R1    MULTI_POLL, one reactor, each library's default transfers in flight
 #   multi-R1-32 MULTI_POLL, one reactor, 32 in flight (KVIKIO_REMOTE_MAX_CONNECTIONS for ours,
 #               KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS for upstream)
-#   multi-R4    MULTI_POLL, four reactors
+#   multi-R4    MULTI_POLL, four reactors (multi-R<N>: N reactors)
 # BEFORE=<dir> adds another build of this project (its reader_workload binary and lib/ in that
 # folder) as library "before". SIZES (65536,1048576,8388608), MEMS (host device), VARIANTS.
 # Output: $OUT/remote-reader.log, and its table (ci/remote-reader-table.py) in remote-reader.md.
@@ -58,16 +58,19 @@ settings_of() {
         echo "KVIKIO_REMOTE_IO_BACKEND=MULTI_POLL KVIKIO_REMOTE_IO_NUM_REACTORS=1 KVIKIO_REMOTE_MAX_CONNECTIONS=32"
       fi
       ;;
-    multi-R4) echo "KVIKIO_REMOTE_IO_BACKEND=MULTI_POLL KVIKIO_REMOTE_IO_NUM_REACTORS=4" ;;
+    multi-R*) echo "KVIKIO_REMOTE_IO_BACKEND=MULTI_POLL KVIKIO_REMOTE_IO_NUM_REACTORS=${2#multi-R}" ;;
   esac
 }
 
 for round in $(seq 1 "${ROUNDS:-2}"); do
   echo "=== round $round" >>"$log"
+  # The order of the libraries alternates between rounds: none always runs last.
+  order=("${libs[@]}")
+  ((round % 2 == 0)) && order=($(printf '%s\n' "${libs[@]}" | tac))
   for size in ${SIZES:-65536 1048576 8388608}; do
     for mem in ${MEMS:-host device}; do
       for variant in ${VARIANTS:-easy-8 multi-R1 multi-R1-32 multi-R4}; do
-        for lib in "${libs[@]}"; do
+        for lib in "${order[@]}"; do
           label="$lib/$variant"
           lib_path=
           [[ $lib == before ]] && lib_path=$BEFORE/lib

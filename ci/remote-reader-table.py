@@ -3,7 +3,8 @@
 """The rows of a remote-reader-bench.sh log as a Markdown table: per memory, size and variant,
 each library's median reads/s over the rounds, ours against upstream (and against "before" when
 the log has it), and each library's CPU seconds per GB read (the process's user + system time,
-start-up and checks included, over the bytes its reads moved).
+start-up and checks included, over the bytes its reads moved) and peak resident memory (each size
+runs in its own process).
 
 Usage: remote-reader-table.py remote-reader.log
 """
@@ -14,6 +15,7 @@ from collections import defaultdict
 
 RANDOM = re.compile(r"^(\w+)/(\S+) random (\S+) (\d+) c\d+x\d+ pool\d+: (\d+) reads/s ([\d.]+) GB/s")
 CPU = re.compile(r"^cpu (\w+)/(\S+) (\S+) (\d+) user ([\d.]+) sys ([\d.]+) wall ([\d.]+)")
+RSS = re.compile(r"^(\w+)/(\S+) peak-rss (\S+) pool\d+: (\d+) MiB")
 SECONDS = 2.0  # READER_SECONDS: the measured part of each run
 
 
@@ -25,6 +27,8 @@ def main():
     rates = defaultdict(list)
     cpu = defaultdict(list)
     last_rate = {}
+    last_size = {}
+    rss = defaultdict(list)
     with open(sys.argv[1]) as log:
         for line in log:
             if m := RANDOM.match(line):
@@ -32,6 +36,11 @@ def main():
                 key = (mem, int(size), variant)
                 rates[(lib, key)].append(float(rate))
                 last_rate[(lib, key)] = float(rate)
+                last_size[(lib, variant, mem)] = int(size)
+            elif m := RSS.match(line):
+                lib, variant, mem, mib = m.groups()
+                if (lib, variant, mem) in last_size:
+                    rss[(lib, (mem, last_size[(lib, variant, mem)], variant))].append(float(mib))
             elif m := CPU.match(line):
                 lib, variant, mem, size, user, system, _ = m.groups()
                 key = (mem, int(size), variant)
@@ -46,6 +55,7 @@ def main():
     if "before" in libs:
         head.append("ours / before")
     head += [f"{lib} CPU s/GB" for lib in libs]
+    head += [f"{lib} peak RSS MiB" for lib in libs]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for key in keys:
@@ -61,6 +71,9 @@ def main():
         for lib in libs:
             c = cpu.get((lib, key))
             row.append(f"{statistics.median(c):.3f}" if c else "-")
+        for lib in libs:
+            r = rss.get((lib, key))
+            row.append(f"{statistics.median(r):.0f}" if r else "-")
         print("| " + " | ".join(row) + " |")
 
 

@@ -14,7 +14,9 @@
 #           callers x 8 reads in flight of 64 KiB, 1 MiB and 8 MiB at random unaligned offsets,
 #           pool of 8, KVIKIO_COMPAT_MODE=ON, and 1 caller x 8 with no setting at all, into device
 #           and pinned host memory (READER_SECONDS per point, 2); synchronous 4 KiB and 64 KiB
-#           reads (p50/p99); peak RSS. Its table: ci/reader-table.py.
+#           reads (p50/p99); peak RSS; and the plain way with no library (PLAIN_THREADS threads,
+#           "8 16": pread(2), plus one copy and its wait per read for device memory). The order of
+#           the libraries alternates between rounds. Its table: ci/reader-table.py.
 # LOCAL=0, REMOTE=0, DEFAULTS=0, READER=0 leave a part out.
 # OURS_VARIANTS="name:VAR=value,VAR=value name2:..." adds ours with those settings to the local
 # rows (e.g. "posix:KVIKIO_LOCAL_IO_BACKEND=posix"), OURS_REMOTE_VARIANTS likewise to the remote
@@ -113,13 +115,28 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
   for lib in upstream ours; do
     [[ ${DEFAULTS:-1} == 1 ]] && run "$lib" "$(bin_of $lib)/defaults_read" "$lib" "$file" 3
   done
-  for lib in upstream ours; do
+  # The order alternates between rounds: the run second in a round has read lower with the same
+  # code (4-24% in some rows), so neither library may always come second.
+  libs="upstream ours"
+  ((round % 2 == 0)) && libs="ours upstream"
+  for lib in $libs; do
     [[ ${READER:-1} == 1 ]] || break
     for mem in device host; do
       KVIKIO_COMPAT_MODE=ON run "$lib" "$(bin_of $lib)/reader_workload" "$lib" "$file" "$mem" 4 8 8 \
         "${READER_SECONDS:-2}" 65536,1048576,8388608 4096,65536 2000
       run "$lib" "$(bin_of $lib)/reader_workload" "$lib" "$file" "$mem" 1 8 0 \
         "${READER_SECONDS:-2}" 65536,1048576,8388608
+    done
+  done
+  # The plain way beside them (no library): PLAIN_THREADS threads of pread(2) (and one copy
+  # per read for device memory), and one thread's synchronous reads.
+  for mem in device host; do
+    [[ ${READER:-1} == 1 ]] || break
+    lat=4096,65536  # with the first thread count only
+    for t in ${PLAIN_THREADS:-8 16}; do
+      run plain "$cmp/ours/reader_workload" plain "$file" "$mem" 1 1 "$t" "${READER_SECONDS:-2}" \
+        65536,1048576,8388608 ${lat:+$lat 2000}
+      lat=
     done
   done
 done

@@ -86,6 +86,33 @@ inline void check_bytes(
   }
 }
 
+/// Joins `threads`; then rethrows the first of `errors` or runs `check` (of what landed), and
+/// releases `base` whatever happened. Returns the seconds from `start` to the last join.
+inline double join_check_release(std::vector<std::thread>& threads,
+                                 std::chrono::steady_clock::time_point start,
+                                 std::vector<std::exception_ptr> const& errors,
+                                 WorkloadMemory const& memory,
+                                 void* base,
+                                 std::function<void()> const& check)
+{
+  for (auto& t : threads) {
+    t.join();
+  }
+  double const took =
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  try {
+    for (auto const& e : errors) {
+      if (e) { std::rethrow_exception(e); }
+    }
+    check();
+  } catch (...) {
+    memory.release(base);
+    throw;
+  }
+  memory.release(base);
+  return took;
+}
+
 inline std::size_t file_size(int fd)
 {
   off_t const end = ::lseek(fd, 0, SEEK_END);
@@ -205,23 +232,11 @@ inline ThroughputResult reader_throughput(ReadTarget& target,
       }
     });
   }
-  for (auto& t : threads) {
-    t.join();
-  }
-  double const took =
-    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  try {
-    for (auto const& e : errors) {
-      if (e) { std::rethrow_exception(e); }
-    }
+  double const took = detail::join_check_release(threads, start, errors, memory, base, [&] {
     for (std::size_t s = 0; s < slots; ++s) {
       detail::check_bytes(fd, memory, base + s * io_size, io_size, last_offset[s]);
     }
-  } catch (...) {
-    memory.release(base);
-    throw;
-  }
-  memory.release(base);
+  });
   return {reads.load(), took};
 }
 

@@ -138,6 +138,55 @@ TEST_F(OnDevice, BufferOfAnOldSizeIsFreedOnReturn)
   kvikio::defaults::set_bounce_buffer_size(1 << 20);
 }
 
+// Part pools lend smaller buffers (a half down to a 256th of the setting, whole pages): the
+// smallest that holds what is asked for, counted in the whole pool's pinned bytes, freed by its
+// clear(), following the size setting like the whole buffers; a ring takes its buffer from one.
+TEST_F(OnDevice, PartPoolsLendSmallerBuffers)
+{
+  auto& pool = kvikio::BounceBufferPool<>::instance();
+  kvikio::defaults::set_bounce_buffer_size(16 << 20);
+  pool.clear();
+  std::size_t const before = pool.pinned_bytes();
+  EXPECT_EQ(&pool.part_pool_for(16 << 20), &pool);
+  EXPECT_EQ(&pool.part_pool_for((8 << 20) + 1), &pool);  // no half holds it
+  EXPECT_EQ(pool.part_pool_for(8 << 20).buffer_size(), 8U << 20);
+  EXPECT_EQ(pool.part_pool_for(100 << 10).buffer_size(), 128U << 10);
+  EXPECT_EQ(pool.part_pool_for(1).buffer_size(), 64U << 10);  // a 256th at the least
+  auto& part = pool.part_pool_for(40000);
+  EXPECT_EQ(&pool.part_pool_for(64 << 10), &part);
+  {
+    kvikio::BounceBufferRing<> ring{1, 1, 40960, &part};
+    EXPECT_EQ(ring.slot_size(), 40960U);
+    EXPECT_EQ(pool.pinned_bytes(), before + (64U << 10));  // a part's, not a bounce buffer's
+    EXPECT_EQ(part.pinned_bytes(), 64U << 10);
+  }
+  EXPECT_EQ(part.num_free_buffers(), 1U);
+  EXPECT_EQ(pool.num_free_buffers(), 0U);  // whole buffers only
+  EXPECT_EQ(pool.clear(), 64U << 10);
+  EXPECT_EQ(part.num_free_buffers(), 0U);
+  EXPECT_EQ(pool.pinned_bytes(), before);
+
+  // A smaller setting: the same part pool now lends a 256th of it, and a buffer of the old size
+  // is freed when it comes back.
+  std::size_t const freed = part.num_freed();
+  {
+    auto buf = part.get();
+    EXPECT_EQ(buf.size(), 64U << 10);
+    kvikio::defaults::set_bounce_buffer_size(2 << 20);
+  }
+  EXPECT_EQ(part.num_freed(), freed + 1);
+  EXPECT_EQ(part.buffer_size(), 8U << 10);
+  EXPECT_EQ(part.get().size(), 8U << 10);
+  EXPECT_EQ(pool.pinned_bytes(), before + (8U << 10));  // kept for the next get()
+  pool.clear();
+  kvikio::defaults::set_bounce_buffer_size(1 << 20);
+  std::size_t const page = kvikio::get_page_size();
+  kvikio::defaults::set_bounce_buffer_size(4 * page);  // parts of a page, then none
+  EXPECT_EQ(pool.part_pool_for(1).buffer_size(), page);
+  EXPECT_EQ(&pool.part_pool_for(2 * page + 1), &pool);
+  kvikio::defaults::set_bounce_buffer_size(1 << 20);
+}
+
 // A cap on the slot size: the ring uses the start of its buffer, whole pages, at least one.
 TEST_F(OnDevice, RingSlotsMayBeCapped)
 {
@@ -157,7 +206,7 @@ TEST_F(OnDevice, RingSlotsMayBeCapped)
     kvikio::BounceBufferRing<> loose{4, 1, 8 << 20};  // a cap above the share changes nothing
     EXPECT_EQ(loose.slot_size(), 256U << 10);
   }
-  EXPECT_EQ(pool.pinned_bytes(), pool.num_free_buffers() * pool.buffer_size());
+  EXPECT_EQ(pool.bytes_on_loan(), 0U);
 }
 
 // A ring over several pool buffers (io_uring's deeper staging): k slots in each, every slot
@@ -350,8 +399,7 @@ TEST_F(OnDevice, InjectedRingFailureLeavesPoolsWhole)
   } catch (kvikio::CUfileException const& e) {
     EXPECT_NE(std::string{e.what()}.find("CUDA_ERROR_"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(buffers.pinned_bytes(), buffers.num_free_buffers() * bounce)
-    << "a bounce buffer is still on loan";
+  EXPECT_EQ(buffers.bytes_on_loan(), 0U) << "a bounce buffer is still on loan";
   EXPECT_EQ(events.num_free_events(ctx_), free_events + 4)
     << "the ring's events did not all return";
   std::vector<std::uint8_t> back(n, poison);

@@ -324,16 +324,17 @@ TEST_F(DeviceSink, NoPinnedMemoryBeforeTheFirstByte)
     RemoteHandle::open(server.url("stall/d"), RemoteEndpointType::HTTP, std::nullopt, size);
   auto ok = RemoteHandle::open(server.url("ok/d"), RemoteEndpointType::HTTP, std::nullopt, size);
   kvikio::test::DeviceBuffer dev{size};
-  ASSERT_EQ(ok.pread(dev.get(), size, 0, size).get(), size);  // the pool has a buffer now
-  auto& pool                  = kvikio::BounceBufferPool<>::instance();
+  ASSERT_EQ(ok.pread(dev.get(), size, 0, size / 4).get(), size);  // the pool has buffers now
+  auto& pool = kvikio::BounceBufferPool<>::instance();
+  auto& part = pool.part_pool_for(size / 4);  // where a range of size / 4 takes its staging
   std::size_t const pinned    = pool.pinned_bytes();
-  std::size_t const available = pool.num_free_buffers();
+  std::size_t const available = part.num_free_buffers();
   ASSERT_GT(available, 0U);
 
   auto held = stalled.pread(dev.get(), size, 0, size / 4);  // 4 transfers, all stalled
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(held.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
-  EXPECT_EQ(pool.num_free_buffers(), available) << "a stalled transfer took a bounce buffer";
+  EXPECT_EQ(part.num_free_buffers(), available) << "a stalled transfer took a bounce buffer";
   EXPECT_EQ(pool.pinned_bytes(), pinned) << "a stalled transfer allocated pinned memory";
   kvikio::detail::MultiPollTransport::instance().shutdown();
   EXPECT_THROW(held.get(), std::runtime_error);
@@ -360,18 +361,55 @@ TEST_F(DeviceSink, NoPinnedMemoryBeforeTheFirstByteOnTheEasyTransport)
     RemoteHandle::open(server.url("stall/e"), RemoteEndpointType::HTTP, std::nullopt, size);
   auto ok = RemoteHandle::open(server.url("ok/e"), RemoteEndpointType::HTTP, std::nullopt, size);
   kvikio::test::DeviceBuffer dev{size};
-  ASSERT_EQ(ok.pread(dev.get(), size, 0, size).get(), size);  // the pool has a buffer now
-  auto& pool                  = kvikio::BounceBufferPool<>::instance();
+  ASSERT_EQ(ok.pread(dev.get(), size, 0, size / 4).get(), size);  // the pool has buffers now
+  auto& pool = kvikio::BounceBufferPool<>::instance();
+  auto& part = pool.part_pool_for(size / 4);  // where a range of size / 4 takes its staging
   std::size_t const pinned    = pool.pinned_bytes();
-  std::size_t const available = pool.num_free_buffers();
+  std::size_t const available = part.num_free_buffers();
   ASSERT_GT(available, 0U);
 
   auto held = stalled.pread(dev.get(), size, 0, size / 4);  // 4 transfers on 4 pool threads
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(held.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
-  EXPECT_EQ(pool.num_free_buffers(), available) << "a stalled transfer took a bounce buffer";
+  EXPECT_EQ(part.num_free_buffers(), available) << "a stalled transfer took a bounce buffer";
   EXPECT_EQ(pool.pinned_bytes(), pinned) << "a stalled transfer allocated pinned memory";
   EXPECT_THROW(held.get(), std::runtime_error);  // the timeout
+}
+
+// A range smaller than a bounce buffer holds only the pinned memory it fills, a smaller buffer of
+// the pool's: 32 ranges in flight at once (the reader's workload) hold 32 of those, not 32 bounce
+// buffers (512 MiB by default). Both transports share the sink.
+TEST_F(DeviceSink, SmallRangesHoldOnlyWhatTheyFill)
+{
+  std::size_t const range = 40000;
+  std::size_t const n     = 32;
+  kvikio::defaults::set_thread_pool_nthreads(8);
+  kvikio::defaults::set_remote_max_connections(n);
+  kvikio::test::Nginx server;
+  auto const content = pattern(range * n + 99, 74);
+  kvikio::test::write_file(server.root() + "/object.bin", content);
+  kvikio::test::DeviceBuffer dev{range * n + 128};
+  for (auto backend : {RemoteBackendType::LIBCURL_MULTI_POLL, RemoteBackendType::LIBCURL_EASY}) {
+    kvikio::defaults::set_remote_backend(backend);
+    auto handle = RemoteHandle::open(server.url("object.bin"));
+    std::vector<std::uint8_t> back(range * n + 128, poison);
+    KVIKIO_CUDA_DRIVER_TRY(kvikio::test::api().MemcpyHtoD(dev.ptr, back.data(), back.size()));
+    KVIKIO_CUDA_DRIVER_TRY(kvikio::test::api().CtxSynchronize());
+    auto* dst = static_cast<char*>(dev.get()) + 64;
+    ASSERT_EQ(handle.pread(dst, range * n, 99, range).get(), range * n);
+    KVIKIO_CUDA_DRIVER_TRY(kvikio::test::api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+    ASSERT_EQ(0, std::memcmp(back.data() + 64, content.data() + 99, range * n));
+    for (std::size_t i = 0; i < 64; ++i) {
+      ASSERT_EQ(back[i], poison);
+      ASSERT_EQ(back[64 + range * n + i], poison);
+    }
+  }
+  auto& pool = kvikio::BounceBufferPool<>::instance();
+  auto& part = pool.part_pool_for(range);
+  EXPECT_EQ(pool.num_free_buffers(), 0U) << "a small range took a whole bounce buffer";
+  EXPECT_GT(part.num_free_buffers(), 0U) << "the ranges staged elsewhere than the part pool";
+  EXPECT_EQ(pool.pinned_bytes(), part.num_free_buffers() * part.buffer_size());
+  EXPECT_LE(part.num_free_buffers(), n);
 }
 
 // Small slots and many transfers make the reactor pause transfers whose next slot is still

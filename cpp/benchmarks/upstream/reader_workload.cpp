@@ -10,14 +10,26 @@
  *        setting> <seconds> <sizes, e.g. 65536,1048576> [latency sizes] [latency reads]
  * With READER_URL set, the reads go to that object through RemoteHandle (its transport as
  * KVIKIO_REMOTE_BACKEND says) and <file> is a local copy of its bytes, for the checks.
+ *
+ * With the label `plain`, no library call reads: <pool threads> threads (at least one) of the
+ * plain way instead, each reading by pread(2) into its own pinned buffer and, for device memory,
+ * copying that with one cuMemcpyHtoDAsync on its own stream and waiting for it; the latency
+ * sizes likewise on one thread. What that many threads of the simplest code reach: the floor a
+ * library is to beat and, for host memory, what the page cache gives that many threads.
  */
 #include <cuda.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <kvikio/defaults.hpp>
@@ -43,6 +55,107 @@ void check(CUresult r, char const* what)
     (void)cuGetErrorName(r, &name);
     throw std::runtime_error(std::string{what} + ": " + (name != nullptr ? name : "?"));
   }
+}
+
+// The plain way of one read: pread(2) into `staging` (pinned) and, for device memory, one copy
+// on `stream` and a wait for it.
+void plain_read(int fd,
+                void* staging,
+                void* dst,
+                std::size_t size,
+                std::size_t offset,
+                bool device,
+                CUstream stream)
+{
+  kvikio::bench::detail::pread_exactly(fd, device ? staging : dst, size, offset);
+  if (device) {
+    check(cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), staging, size, stream),
+          "cuMemcpyHtoDAsync");
+    check(cuStreamSynchronize(stream), "cuStreamSynchronize");
+  }
+}
+
+// `threads` threads of plain_read() of `size` bytes at random unaligned offsets for `seconds`,
+// each into its own destination; the last read of each is checked against pread(2).
+kvikio::bench::ThroughputResult plain_throughput(kvikio::bench::ReadTarget const& target,
+                                                 kvikio::bench::WorkloadMemory const& memory,
+                                                 CUcontext ctx,
+                                                 bool device,
+                                                 std::size_t size,
+                                                 unsigned threads,
+                                                 double seconds)
+{
+  int const fd                  = target.reference_fd();
+  std::size_t const file_size   = target.size();
+  auto* const base              = static_cast<char*>(memory.alloc(threads * size));
+  std::atomic<std::size_t> done = 0;
+  std::vector<std::size_t> last(threads);
+  std::vector<std::exception_ptr> errors(threads);
+  auto const start    = std::chrono::steady_clock::now();
+  auto const deadline = start + std::chrono::duration<double>(seconds);
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      void* staging    = nullptr;
+      CUstream stream  = nullptr;
+      std::size_t mine = 0;
+      try {
+        check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+        check(cuMemHostAlloc(&staging, size, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
+        check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+        std::mt19937_64 rng{1000003 + t};
+        do {
+          last[t] = rng() % (file_size - size);
+          plain_read(fd, staging, base + t * size, size, last[t], device, stream);
+          ++mine;
+        } while (std::chrono::steady_clock::now() < deadline);
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+      if (stream != nullptr) { (void)cuStreamDestroy(stream); }
+      if (staging != nullptr) { (void)cuMemFreeHost(staging); }
+      done += mine;
+    });
+  }
+  double const took =
+    kvikio::bench::detail::join_check_release(pool, start, errors, memory, base, [&] {
+      for (unsigned t = 0; t < threads; ++t) {
+        kvikio::bench::detail::check_bytes(fd, memory, base + t * size, size, last[t]);
+      }
+    });
+  return {done.load(), took};
+}
+
+// One thread, `reads` plain_read() of `size` bytes (after a tenth as many unmeasured).
+kvikio::bench::LatencyResult plain_latency(kvikio::bench::ReadTarget const& target,
+                                           kvikio::bench::WorkloadMemory const& memory,
+                                           bool device,
+                                           std::size_t size,
+                                           std::size_t reads)
+{
+  void* staging   = nullptr;
+  CUstream stream = nullptr;
+  check(cuMemHostAlloc(&staging, size, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
+  check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  void* const dst = memory.alloc(size);
+  std::mt19937_64 rng{2};
+  std::vector<double> us;
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < reads + reads / 10; ++i) {
+    offset        = rng() % (target.size() - size);
+    auto const t0 = std::chrono::steady_clock::now();
+    plain_read(target.reference_fd(), staging, dst, size, offset, device, stream);
+    auto const t1 = std::chrono::steady_clock::now();
+    if (i >= reads / 10) {
+      us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+  }
+  kvikio::bench::detail::check_bytes(target.reference_fd(), memory, dst, size, offset);
+  memory.release(dst);
+  (void)cuStreamDestroy(stream);
+  (void)cuMemFreeHost(staging);
+  std::sort(us.begin(), us.end());
+  return {us[us.size() / 2], us[us.size() * 99 / 100]};
 }
 
 }  // namespace
@@ -100,6 +213,26 @@ int main(int argc, char** argv)
     char const* const mem = device ? "device" : "host";
     char const* const url = std::getenv("READER_URL");
     kvikio::bench::ReadTarget target{path, url != nullptr ? url : ""};
+    if (label == "plain") {
+      unsigned const threads = pool > 0 ? pool : 1;
+      for (std::size_t const size : sizes) {
+        auto const r = plain_throughput(target, memory, ctx, device, size, threads, seconds);
+        std::printf("plain random %s %zu threads%u: %.0f reads/s %.2f GB/s\n",
+                    mem,
+                    size,
+                    threads,
+                    r.reads_per_second(),
+                    r.reads_per_second() * static_cast<double>(size) / 1e9);
+        std::fflush(stdout);
+      }
+      for (std::size_t const size : lat_sizes) {
+        auto const l = plain_latency(target, memory, device, size, reads);
+        std::printf(
+          "plain latency %s %zu: p50 %.1f us p99 %.1f us\n", mem, size, l.p50_us, l.p99_us);
+        std::fflush(stdout);
+      }
+      return 0;
+    }
     for (std::size_t const size : sizes) {
       auto const r =
         kvikio::bench::reader_throughput(target, memory, size, callers, in_fl, seconds, 1);

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <span>
 
@@ -59,10 +60,20 @@ class CudaPageAlignedPinnedAllocator : public CudaPinnedAllocator {};
  * @brief A LIFO pool of fixed-size buffers from `Allocator`, sized by
  * `defaults::bounce_buffer_size()` at the time of `get()`. When that setting changes, the
  * buffers of the old size are freed as they come back.
+ *
+ * A pool also lends smaller buffers, a half down to a 256th of its size (whole pages), each size
+ * from a part pool of its own (part_pool_for()), so that staging a transfer much smaller than a
+ * bounce buffer does not hold a whole one: the multi-poll reactor keeps many small transfers in
+ * flight at once, each with its own staging.
  */
 template <typename Allocator = CudaPinnedAllocator>
 class BounceBufferPool {
  public:
+  BounceBufferPool() = default;
+  ~BounceBufferPool();
+  BounceBufferPool(BounceBufferPool const&)            = delete;
+  BounceBufferPool& operator=(BounceBufferPool const&) = delete;
+
   /// @brief A buffer on loan; returns to the pool when destroyed.
   class Buffer {
    public:
@@ -130,11 +141,24 @@ class BounceBufferPool {
    */
   void put(void* ptr, std::size_t size) noexcept;
 
-  /// @brief Frees every buffer waiting in the pool; returns the bytes freed (upstream's meaning).
+  /// @brief Frees every buffer waiting in the pool and in its part pools; returns the bytes freed
+  /// (upstream's meaning).
   std::size_t clear();
 
-  /// @brief Pinned bytes this pool holds: buffers waiting in it and buffers on loan.
+  /// @brief Bytes this pool and its part pools hold: buffers waiting and buffers on loan.
   [[nodiscard]] std::size_t pinned_bytes() const;
+
+  /// @brief Bytes of the buffers on loan from this pool and its part pools (0 once every buffer
+  /// has come back).
+  [[nodiscard]] std::size_t bytes_on_loan() const;
+
+  /**
+   * @brief The pool whose buffers are the smallest that hold `bytes`: a part pool lending a
+   * 2^n-th of buffer_size() (n from 1 to 8, whole pages), or this pool itself where no part is
+   * big enough or smaller than it. Part pools belong to this pool (clear() and pinned_bytes()
+   * include them) and follow its size setting.
+   */
+  [[nodiscard]] BounceBufferPool& part_pool_for(std::size_t bytes);
 
   /**
    * @brief How many buffers this pool has freed so far. A buffer's address may be reused by a
@@ -147,6 +171,13 @@ class BounceBufferPool {
   static BounceBufferPool& instance();
 
  private:
+  static constexpr unsigned max_part_shift = 8;
+  explicit BounceBufferPool(unsigned shift) : shift_{shift} {}
+  // defaults::bounce_buffer_size() >> shift_, in whole pages (at least one).
+  [[nodiscard]] std::size_t size_now() const;
+  unsigned shift_{0};
+  // parts_[n - 1] lends buffers of a 2^n-th: made on first use, under mutex_, never replaced.
+  std::vector<std::unique_ptr<BounceBufferPool>> parts_;
   mutable std::mutex mutex_;
   std::vector<void*> free_;
   std::size_t buffer_size_{0};
@@ -181,14 +212,16 @@ template <typename Allocator = CudaPinnedAllocator>
 class BounceBufferRing {
  public:
   /**
-   * @brief `num_slots` slots in each of `num_buffers` pool buffers, each slot at most
-   * `max_slot_size` bytes (0: a buffer's share; at least a page), so that the ring may use only
-   * the start of each buffer.
+   * @brief `num_slots` slots in each of `num_buffers` buffers of `pool` (the process-wide pool
+   * if null; a part pool of it for smaller buffers), each slot at most `max_slot_size` bytes
+   * (0: a buffer's share; at least a page), so that the ring may use only the start of each
+   * buffer.
    * @throws std::invalid_argument if either count is 0; what the pool and driver throw.
    */
   explicit BounceBufferRing(std::size_t num_slots,
-                            std::size_t num_buffers   = 1,
-                            std::size_t max_slot_size = 0);
+                            std::size_t num_buffers           = 1,
+                            std::size_t max_slot_size         = 0,
+                            BounceBufferPool<Allocator>* pool = nullptr);
   ~BounceBufferRing() noexcept;
   BounceBufferRing(BounceBufferRing const&) = delete;
 

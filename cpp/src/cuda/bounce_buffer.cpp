@@ -63,9 +63,26 @@ void CudaPinnedAllocator::deallocate(void* buffer, std::size_t size) noexcept
 }
 
 template <typename Allocator>
+BounceBufferPool<Allocator>::~BounceBufferPool()
+{
+  for (void* p : free_) {
+    Allocator::deallocate(p, buffer_size_);
+  }
+}
+
+template <typename Allocator>
+std::size_t BounceBufferPool<Allocator>::size_now() const
+{
+  std::size_t const whole = defaults::bounce_buffer_size();
+  if (shift_ == 0) { return whole; }
+  std::size_t const page = get_page_size();
+  return std::max((whole >> shift_) / page * page, page);
+}
+
+template <typename Allocator>
 typename BounceBufferPool<Allocator>::Buffer BounceBufferPool<Allocator>::get()
 {
-  std::size_t const size = defaults::bounce_buffer_size();
+  std::size_t const size = size_now();
   {
     std::lock_guard const lock{mutex_};
     if (size != buffer_size_) {  // the setting changed: the old buffers do not fit
@@ -95,7 +112,7 @@ void BounceBufferPool<Allocator>::put(void* ptr, std::size_t size) noexcept
   // A buffer of a size the setting no longer asks for is freed now, not kept (as upstream's).
   std::size_t wanted = size;
   try {
-    wanted = defaults::bounce_buffer_size();
+    wanted = size_now();
   } catch (...) {  // settings unreadable: keep the buffer only if it fits the pool
   }
   std::lock_guard const lock{mutex_};
@@ -129,13 +146,48 @@ std::size_t BounceBufferPool<Allocator>::clear()
   pinned_bytes_ -= n * buffer_size_;
   num_freed_.fetch_add(n, std::memory_order_release);
   free_.clear();
-  return n * buffer_size_;
+  std::size_t freed = n * buffer_size_;
+  for (auto const& part : parts_) {
+    if (part) { freed += part->clear(); }
+  }
+  return freed;
 }
 
 template <typename Allocator>
 std::size_t BounceBufferPool<Allocator>::buffer_size() const
 {
-  return defaults::bounce_buffer_size();
+  return size_now();
+}
+
+template <typename Allocator>
+std::size_t BounceBufferPool<Allocator>::bytes_on_loan() const
+{
+  std::lock_guard const lock{mutex_};
+  std::size_t bytes = pinned_bytes_ - free_.size() * buffer_size_;
+  for (auto const& part : parts_) {
+    if (part) { bytes += part->bytes_on_loan(); }
+  }
+  return bytes;
+}
+
+template <typename Allocator>
+BounceBufferPool<Allocator>& BounceBufferPool<Allocator>::part_pool_for(std::size_t bytes)
+{
+  // The smallest part that holds `bytes` (whole pages: a part of a small setting may be none).
+  std::size_t const whole = size_now();
+  std::size_t const page  = get_page_size();
+  unsigned shift          = 0;
+  for (unsigned s = 1; s <= max_part_shift; ++s) {
+    std::size_t const part = (whole >> s) / page * page;
+    if (part < bytes || part == 0) { break; }
+    shift = s;
+  }
+  if (shift == 0) { return *this; }
+  std::lock_guard const lock{mutex_};
+  if (parts_.empty()) { parts_.resize(max_part_shift); }
+  auto& part = parts_[shift - 1];
+  if (!part) { part.reset(new BounceBufferPool{shift_ + shift}); }
+  return *part;
 }
 
 template <typename Allocator>
@@ -148,7 +200,11 @@ template <typename Allocator>
 std::size_t BounceBufferPool<Allocator>::pinned_bytes() const
 {
   std::lock_guard const lock{mutex_};
-  return pinned_bytes_;
+  std::size_t bytes = pinned_bytes_;
+  for (auto const& part : parts_) {
+    if (part) { bytes += part->pinned_bytes(); }
+  }
+  return bytes;
 }
 
 template <typename Allocator>
@@ -168,7 +224,8 @@ template class BounceBufferPool<CudaPageAlignedPinnedAllocator>;
 template <typename Allocator>
 BounceBufferRing<Allocator>::BounceBufferRing(std::size_t num_slots,
                                               std::size_t num_buffers,
-                                              std::size_t max_slot_size)
+                                              std::size_t max_slot_size,
+                                              BounceBufferPool<Allocator>* pool)
   : slot_size_{0}, current_{0}
 {
   KVIKIO_EXPECT(
@@ -176,9 +233,10 @@ BounceBufferRing<Allocator>::BounceBufferRing(std::size_t num_slots,
   KVIKIO_EXPECT(num_buffers > 0,
                 "BounceBufferRing: the number of buffers must be positive",
                 std::invalid_argument);
+  if (pool == nullptr) { pool = &BounceBufferPool<Allocator>::instance(); }
   buffers_.reserve(num_buffers);
   for (std::size_t b = 0; b < num_buffers; ++b) {
-    buffers_.push_back(BounceBufferPool<Allocator>::instance().get());
+    buffers_.push_back(pool->get());
   }
   std::size_t size = buffers_.front().size();  // the setting may change between two get()s
   for (auto const& buffer : buffers_) {

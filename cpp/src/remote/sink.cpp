@@ -99,7 +99,7 @@ std::size_t RemoteSink::write_callback(char* data,
   try {
     if (!sink->ring_) {
       PushAndPopContext const context{sink->ctx_};
-      sink->ring_.emplace(sink->num_slots_);
+      sink->make_ring();
     }
     // Most writes land inside the current slot: a memcpy, no driver call. The others move to a
     // next slot or copy one, on whichever thread drives the transfer: they need the context.
@@ -127,6 +127,24 @@ std::size_t RemoteSink::write_callback(char* data,
   }
   sink->received_ += n;
   return n;
+}
+
+// A ring of KVIKIO_NUM_BOUNCE_BUFFERS slots of one bounce buffer, or for a range that fills
+// fewer of them, only those (one slot of the range's size if it fits in one), in a smaller buffer
+// of the pool's parts: the multi-poll reactor keeps dozens of small transfers in flight, and each
+// holding a whole bounce buffer held hundreds of MiB of pinned memory for a few MiB of data.
+void RemoteSink::make_ring()
+{
+  auto& pool             = CudaPinnedBounceBufferPool::instance();
+  std::size_t const page = get_page_size();
+  std::size_t const slot = BounceBufferRing<>::slot_size_for(pool.buffer_size(), num_slots_, 0);
+  std::size_t const slots_filled = (capacity_ + slot - 1) / slot;
+  if (slots_filled >= num_slots_) {
+    ring_.emplace(num_slots_);
+    return;
+  }
+  std::size_t const slot_bytes = slots_filled == 1 ? (capacity_ + page - 1) / page * page : slot;
+  ring_.emplace(slots_filled, 1, slot_bytes, &pool.part_pool_for(slots_filled * slot_bytes));
 }
 
 // Whether the slots that `n` more bytes would move into are free (no copy pending). More slots

@@ -59,9 +59,10 @@ class CopyWaker {
 class RemoteSink {
  public:
   /// @brief Host memory at `dst` (`device_context` null), or device memory of that context. A
-  /// device sink takes its pinned memory (one bounce buffer of `KVIKIO_BOUNCE_BUFFER_SIZE` as set
-  /// then, in `KVIKIO_NUM_BOUNCE_BUFFERS` slots as set now) when the first bytes of the body
-  /// arrive, and holds it until it is destroyed.
+  /// device sink takes its pinned memory when the first bytes of the body arrive, and holds it
+  /// until it is destroyed: one bounce buffer of `KVIKIO_BOUNCE_BUFFER_SIZE` as set then, in
+  /// `KVIKIO_NUM_BOUNCE_BUFFERS` slots as set now, or for a range that fills fewer slots only
+  /// those (one of the range's size if it fits in one), from a smaller buffer of the pool.
   RemoteSink(void* dst, std::size_t capacity, CUcontext device_context);
   ~RemoteSink() noexcept;  // waits for copies still in flight
   RemoteSink(RemoteSink const&)            = delete;
@@ -120,6 +121,7 @@ class RemoteSink {
   [[nodiscard]] bool overflowed() const noexcept { return overflowed_; }
 
  private:
+  void make_ring();
   [[nodiscard]] bool next_slots_free(std::size_t n);
   void flush();
   void wake_after_copies();
