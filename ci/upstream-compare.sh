@@ -128,13 +128,14 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
         "${READER_SECONDS:-2}" 65536,1048576,8388608
     done
   done
-  # The plain way beside them (no library): PLAIN_THREADS threads of pread(2) (and one copy
-  # per read for device memory), and one thread's synchronous reads.
+  # The plain way beside them (no library): PLAIN_THREADS threads of pread(2) into the same
+  # 4 x 8 destinations (and one copy per read for device memory), and one thread's synchronous
+  # reads.
   for mem in device host; do
     [[ ${READER:-1} == 1 ]] || break
     lat=4096,65536  # with the first thread count only
     for t in ${PLAIN_THREADS:-8 16}; do
-      run plain "$cmp/ours/reader_workload" plain "$file" "$mem" 1 1 "$t" "${READER_SECONDS:-2}" \
+      run plain "$cmp/ours/reader_workload" plain "$file" "$mem" 4 8 "$t" "${READER_SECONDS:-2}" \
         65536,1048576,8388608 ${lat:+$lat 2000}
       lat=
     done

@@ -12,9 +12,10 @@
  * KVIKIO_REMOTE_BACKEND says) and <file> is a local copy of its bytes, for the checks.
  *
  * With the label `plain`, no library call reads: <pool threads> threads (at least one) of the
- * plain way instead, each reading by pread(2) into its own pinned buffer and, for device memory,
- * copying that with one cuMemcpyHtoDAsync on its own stream and waiting for it; the latency
- * sizes likewise on one thread. What that many threads of the simplest code reach: the floor a
+ * plain way instead, into <callers> x <in_flight> destinations taken in turn, each read by
+ * pread(2) (into a pinned buffer of the thread's and, for device memory, copied with one
+ * cuMemcpyHtoDAsync on the thread's stream and waited for); the latency sizes likewise on one
+ * thread. What that many threads of the simplest code reach: the floor a
  * library is to beat and, for host memory, what the page cache gives that many threads.
  */
 #include <cuda.h>
@@ -76,20 +77,25 @@ void plain_read(int fd,
 }
 
 // `threads` threads of plain_read() of `size` bytes at random unaligned offsets for `seconds`,
-// each into its own destination; the last read of each is checked against pread(2).
+// into `destinations` destinations (at least one per thread), thread t taking t, t + threads, ...
+// in turn: the same memory as the library's reads, so that neither keeps its destinations in a
+// cache the other's spill out of. The last read of each is checked against pread(2).
 kvikio::bench::ThroughputResult plain_throughput(kvikio::bench::ReadTarget const& target,
                                                  kvikio::bench::WorkloadMemory const& memory,
                                                  CUcontext ctx,
                                                  bool device,
                                                  std::size_t size,
                                                  unsigned threads,
+                                                 std::size_t destinations,
                                                  double seconds)
 {
   int const fd                  = target.reference_fd();
   std::size_t const file_size   = target.size();
-  auto* const base              = static_cast<char*>(memory.alloc(threads * size));
+  std::size_t const slots       = std::max<std::size_t>(destinations, threads);
+  auto* const base              = static_cast<char*>(memory.alloc(slots * size));
   std::atomic<std::size_t> done = 0;
-  std::vector<std::size_t> last(threads);
+  std::vector<std::size_t> last(slots);
+  std::vector<char> written(slots, 0);  // not vector<bool>: threads write neighbouring slots
   std::vector<std::exception_ptr> errors(threads);
   auto const start    = std::chrono::steady_clock::now();
   auto const deadline = start + std::chrono::duration<double>(seconds);
@@ -104,10 +110,13 @@ kvikio::bench::ThroughputResult plain_throughput(kvikio::bench::ReadTarget const
         check(cuMemHostAlloc(&staging, size, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
         check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
         std::mt19937_64 rng{1000003 + t};
+        std::size_t slot = t;
         do {
-          last[t] = rng() % (file_size - size);
-          plain_read(fd, staging, base + t * size, size, last[t], device, stream);
+          last[slot] = rng() % (file_size - size);
+          plain_read(fd, staging, base + slot * size, size, last[slot], device, stream);
+          written[slot] = 1;
           ++mine;
+          slot = slot + threads < slots ? slot + threads : t;
         } while (std::chrono::steady_clock::now() < deadline);
       } catch (...) {
         errors[t] = std::current_exception();
@@ -119,8 +128,10 @@ kvikio::bench::ThroughputResult plain_throughput(kvikio::bench::ReadTarget const
   }
   double const took =
     kvikio::bench::detail::join_check_release(pool, start, errors, memory, base, [&] {
-      for (unsigned t = 0; t < threads; ++t) {
-        kvikio::bench::detail::check_bytes(fd, memory, base + t * size, size, last[t]);
+      for (std::size_t s = 0; s < slots; ++s) {
+        if (written[s] != 0) {
+          kvikio::bench::detail::check_bytes(fd, memory, base + s * size, size, last[s]);
+        }
       }
     });
   return {done.load(), took};
@@ -216,7 +227,8 @@ int main(int argc, char** argv)
     if (label == "plain") {
       unsigned const threads = pool > 0 ? pool : 1;
       for (std::size_t const size : sizes) {
-        auto const r = plain_throughput(target, memory, ctx, device, size, threads, seconds);
+        auto const r = plain_throughput(
+          target, memory, ctx, device, size, threads, std::size_t{callers} * in_fl, seconds);
         std::printf("plain random %s %zu threads%u: %.0f reads/s %.2f GB/s\n",
                     mem,
                     size,
