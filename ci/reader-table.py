@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The reader's workload rows of an upstream-compare.sh log as Markdown tables: per point the
 median over the rounds of each library, and ours / upstream (throughput: higher is better;
-latency and memory: lower is better); and the plain way (no library) beside them, where the log
+latency and memory: lower is better), and ours / before where the log has an earlier build of
+ours labelled "before"; and the plain way (no library) beside them, where the log
 has it: the reads/s of N threads of pread(2) (plus a copy per read into device memory) against
 each library's pool of 8, and one thread's synchronous plain reads.
 
@@ -52,11 +53,18 @@ def main():
                 lib, mem, pool, mib = m.groups()
                 rss[(lib, (mem, "no settings" if pool == "0" else "pool 8"))].append(float(mib))
     med = statistics.median
-    print("| memory | size | callers x in flight | settings | upstream reads/s | ours reads/s | ours GB/s | ours / upstream |")
-    print("|---|---|---|---|---|---|---|---|")
+    # A third library, "before" (an earlier build of ours), where the log has one.
+    before = any(lib == "before" for (lib, _) in rates)
+    extra_head = " before reads/s | ours / before |" if before else ""
+    print("| memory | size | callers x in flight | settings | upstream reads/s | ours reads/s | ours GB/s | ours / upstream |" + extra_head)
+    print("|---|---|---|---|---|---|---|---|" + ("---|---|" if before else ""))
     for key, up, ours in paired(rates, lambda k: (k[3], k[0], k[1])):
+        extra = ""
+        if before:
+            b = rates.get(("before", key))
+            extra = f" {med(b):.0f} | {med(ours) / med(b):.2f} |" if b else " - | - |"
         print(f"| {key[0]} | {size_text(key[1])} | {key[2]} | {key[3]} | {med(up):.0f} | {med(ours):.0f} | "
-              f"{med(gbps[('ours', key)]):.2f} | **{med(ours) / med(up):.2f}** |")
+              f"{med(gbps[('ours', key)]):.2f} | **{med(ours) / med(up):.2f}** |" + extra)
     print()
     if plain:
         print("| memory | size | plain threads | plain reads/s | plain GB/s | upstream, pool 8, 4 x 8 | ours, pool 8, 4 x 8 | plain / upstream |")

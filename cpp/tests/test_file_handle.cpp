@@ -27,10 +27,12 @@
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/cufile/driver.hpp>
 #include <kvikio/defaults.hpp>
+#include <kvikio/detail/local_choice.hpp>
 #include <kvikio/detail/posix_io.hpp>
 #include <kvikio/utils.hpp>
 #include <kvikio/file_handle.hpp>
 
+#include "common/busy_pool.hpp"
 #include "common/device.hpp"
 #include "common/temp_dir.hpp"
 
@@ -598,6 +600,62 @@ bool none_ready(std::vector<std::future<std::size_t>> const& futures)
   return ::testing::AssertionSuccess();
 }
 
+// While the pool is backlogged (as many tasks queued as it has threads), a host read of up to one
+// task by system calls runs on the calling thread: its future is ready when pread returns, even
+// with the only worker held. Without a backlog, or for more than one task, or through io_uring
+// (named in the setting: its queue is the pool's threads'), the read waits for the pool. Bytes and
+// guards checked at, below and above the task size.
+TEST(FileHandleThreads, HostReadsRunOnTheCallerWhileThePoolIsBacklogged)
+{
+  TempDir dir;
+  auto const path        = dir.file("f");
+  std::size_t const task = 64 << 10;
+  std::size_t const n    = 4 * task;
+  auto const content     = pattern(n, 31);
+  write_file(path, content);
+  kvikio::defaults::set_thread_pool_nthreads(1);
+  kvikio::defaults::set_task_size(task);
+  auto& pool = kvikio::defaults::thread_pool();
+  FileHandle f{path, "r"};
+  bool const by_io_uring   = kvikio::detail::io_uring_selected(true, task, 1);
+  std::size_t const stride = 2 * task + 2 * guard;
+  std::vector<std::uint8_t> bufs(4 * stride, poison);
+  auto* const queued_dst = bufs.data();  // waits for the pool: no backlog yet
+  auto* const inline_dst = bufs.data() + stride;
+  auto* const under_dst  = bufs.data() + 2 * stride;
+  auto* const over_dst   = bufs.data() + 3 * stride;  // two tasks: never on the caller
+  std::future<std::size_t> queued, on_caller, under, over;
+  {
+    kvikio::test::BusyPool busy;
+    ASSERT_TRUE(eventually([&] { return pool.get_tasks_running() == 1; }));
+    EXPECT_FALSE(pool.is_backlogged());
+    queued = f.pread(queued_dst + guard, task, 5, task);
+    EXPECT_EQ(queued.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout)
+      << "a read ran on the caller although the pool had no backlog";
+    EXPECT_TRUE(pool.is_backlogged());
+    on_caller        = f.pread(inline_dst + guard, task, 7, task);
+    under            = f.pread(under_dst + guard, task - 1, 100, task);
+    over             = f.pread(over_dst + guard, task + 1, 3, task);
+    auto const ready = [](auto const& fut) {
+      return fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    };
+    EXPECT_EQ(ready(on_caller), !by_io_uring)
+      << "a read of one task did not run on the caller while the pool was backlogged";
+    EXPECT_EQ(ready(under), !by_io_uring);
+    EXPECT_FALSE(ready(over)) << "a read of two tasks ran on the caller";
+    EXPECT_FALSE(ready(queued));
+  }
+  EXPECT_EQ(queued.get(), task);
+  EXPECT_EQ(on_caller.get(), task);
+  EXPECT_EQ(under.get(), task - 1);
+  EXPECT_EQ(over.get(), task + 1);
+  EXPECT_TRUE(guarded_bytes(queued_dst, task, stride, content.data() + 5));
+  EXPECT_TRUE(guarded_bytes(inline_dst, task, stride, content.data() + 7));
+  EXPECT_TRUE(guarded_bytes(under_dst, task - 1, stride, content.data() + 100));
+  EXPECT_TRUE(guarded_bytes(over_dst, task + 1, stride, content.data() + 3));
+  EXPECT_TRUE(eventually([&] { return !pool.is_backlogged(); }));
+}
+
 // A device read of at most one staging slot leaves its copy in flight on the pool worker, which
 // goes on to the next read: with the copies held up, a one-thread pool still takes every queued
 // read. No future is ready before its bytes are in device memory; each is ready afterwards
@@ -981,6 +1039,43 @@ TEST_F(OnDevice, BounceBufferPoolReturnsAndResizes)
     EXPECT_EQ(pool.num_free_buffers(), 0U);
   }
   EXPECT_EQ(pool.clear(), pool.buffer_size());  // one buffer, in bytes
+}
+
+// A device read of one chunk on the calling thread (smaller than gds_threshold) stages through
+// the smallest of the pool's buffers that holds it, not a whole bounce buffer: every thread that
+// reads a small chunk would otherwise pin one. Bytes and guards at a page and around it.
+TEST_F(OnDevice, OneChunkDeviceReadsHoldOnlyTheirSize)
+{
+  kvikio::defaults::set_bounce_buffer_size(16 << 20);
+  TempDir dir;
+  auto const path        = dir.file("f");
+  std::size_t const page = kvikio::get_page_size();
+  auto const content     = pattern(4 * page, 37);
+  write_file(path, content);
+  FileHandle f{path, "r"};
+  auto& pool = kvikio::BounceBufferPool<>::instance();
+  pool.clear();
+  for (std::size_t const n : {page - 1, page, page + 1, 3 * page}) {
+    kvikio::test::DeviceBuffer dev{n + 2 * guard};
+    std::vector<std::uint8_t> back(n + 2 * guard, poison);
+    KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev.ptr, back.data(), back.size()));
+    KVIKIO_CUDA_DRIVER_TRY(api().CtxSynchronize());
+    auto* const dst = static_cast<char*>(dev.get()) + guard;
+    ASSERT_EQ(f.pread(dst, n, 11, 1 << 20, 1 << 20).get(), n);  // below gds_threshold
+    KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+    ASSERT_EQ(0, std::memcmp(back.data() + guard, content.data() + 11, n)) << n;
+    for (std::size_t i = 0; i < guard; ++i) {
+      ASSERT_EQ(back[i], poison) << "written before the destination";
+      ASSERT_EQ(back[guard + n + i], poison) << "written after the destination";
+    }
+  }
+  EXPECT_EQ(pool.bytes_on_loan(), 0U);
+  if (kvikio::detail::io_uring_selected(true, page, kvikio::defaults::thread_pool_nthreads())) {
+    return;  // io_uring named in the setting: its own staging, registered once per buffer
+  }
+  EXPECT_EQ(pool.num_free_buffers(), 0U) << "a small read took a whole bounce buffer";
+  EXPECT_EQ(pool.pinned_bytes(), pool.part_pool_for(1).pinned_bytes());  // 64 KiB parts only
+  EXPECT_GT(pool.pinned_bytes(), 0U);
 }
 
 // A device read's pool threads share its chunks (one ring slot each, taken as each thread is

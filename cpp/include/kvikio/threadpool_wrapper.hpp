@@ -81,6 +81,11 @@ class ThreadPool {
   /// @brief Tasks queued or running.
   [[nodiscard]] std::size_t get_tasks_total() const;
 
+  /// @brief Whether at least as many tasks wait in the queue as the pool has threads, so that a
+  /// task submitted now would wait behind a whole round of work. Read without the pool's lock:
+  /// a hint for choosing where to run work, possibly stale by the time it is used.
+  [[nodiscard]] bool is_backlogged() const noexcept;
+
   /**
    * @brief Waits until every submitted task has finished, then runs `nthreads` workers.
    * @throws std::invalid_argument if `nthreads` is 0.
@@ -125,6 +130,8 @@ class ThreadPool {
   std::atomic<unsigned int> thread_count_{0};
   // Counts the tasks ever queued: an idle worker watches it, without the mutex, before it sleeps.
   std::atomic<std::size_t> jobs_posted_{0};
+  // Counts the tasks ever taken from the queue (is_backlogged()).
+  std::atomic<std::size_t> jobs_started_{0};
   std::mutex reset_mutex_;  // serialises reset() against itself
 };
 

@@ -4,6 +4,7 @@
 #include <kvikio/threadpool_wrapper.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -126,6 +127,16 @@ std::size_t ThreadPool::get_tasks_total() const
   return jobs_.size() + running_;
 }
 
+bool ThreadPool::is_backlogged() const noexcept
+{
+  // Started first: a task is counted as posted only after it was queued, so it may be seen
+  // started and not yet posted; the signed difference then reads as none queued.
+  std::size_t const started = jobs_started_.load(std::memory_order_relaxed);
+  std::size_t const posted  = jobs_posted_.load(std::memory_order_relaxed);
+  auto const queued         = static_cast<std::ptrdiff_t>(posted - started);
+  return queued > 0 && static_cast<std::size_t>(queued) >= thread_count_.load();
+}
+
 void ThreadPool::enqueue(std::function<void()> job, bool overlaps_leftovers)
 {
   {
@@ -204,6 +215,7 @@ void ThreadPool::worker_loop()
     {
       auto job = std::move(jobs_.front());
       jobs_.pop_front();
+      jobs_started_.fetch_add(1, std::memory_order_relaxed);
       ++running_;
       lock.unlock();
       if (worker_leftovers != nullptr) {

@@ -114,7 +114,12 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
   if (is_host_memory(buf)) {
     auto* const bytes   = static_cast<std::byte*>(buf);
     auto* const backend = &detail::host_backend(reading, size, threads);
-    if (size < gds_threshold) {  // small: a task hand-off would cost more than the transfer
+    // Small: a task hand-off would cost more than the transfer. Up to one task by system calls
+    // while the pool is backlogged: the task would wait behind a whole round of others, and the
+    // calling thread adds a core's worth of copying (many callers each keeping reads in flight,
+    // as a columnar reader's column chunks). io_uring's deep queue stays on the pool's threads.
+    if (size < gds_threshold ||
+        (size <= task_size && !backend->deep_queue() && pool->is_backlogged())) {
       return make_ready_future(
         detail::host_transfer(*backend, reading, *state, file, bytes, size, file_offset));
     }
@@ -135,6 +140,9 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
   bool const cufile   = file.cufile != nullptr;
   auto* const backend = &detail::device_backend(reading, size, file);
   CUcontext ctx       = get_context_from_pointer(buf);
+  // Unlike host reads, a device read is not moved onto the caller when the pool is backlogged:
+  // its copy is ordered after the legacy default stream, and pread() would then wait for
+  // whatever the GPU runs there.
   if (size < gds_threshold) {
     return make_ready_future(device_transfer(
       *backend, reading, *state, file, ctx, buf, size, file_offset, 0, sync_default_stream));

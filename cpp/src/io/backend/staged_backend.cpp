@@ -226,12 +226,14 @@ std::size_t StagedBackend::read_device(LocalFile const& file,
   CUstream const stream    = current_context_stream();
   auto* const dev          = static_cast<std::byte*>(base) + base_offset;
   auto const [k, max_slot] = staging_ring_shape();
-  {
+  auto& pool               = BounceBufferPool<>::instance();
+  if (cursor.size() <= BounceBufferRing<>::slot_size_for(pool.buffer_size(), k, max_slot)) {
     // One chunk in all (the read a column reader issues most): one buffer, one copy, one wait
-    // on the stream, none of the ring's events. (The buffer's own size decides: the setting may
-    // change meanwhile.)
-    auto const buffer = BounceBufferPool<>::instance().get();
-    if (cursor.size() <= BounceBufferRing<>::slot_size_for(buffer.size(), k, max_slot)) {
+    // on the stream, none of the ring's events. The smallest of the pool's buffers that holds
+    // it: a 64 KiB read holds 64 KiB of pinned memory, not a bounce buffer, on every thread that
+    // reads (the buffer's own size decides: the setting may change meanwhile).
+    auto const buffer = pool.part_pool_for(cursor.size()).get();
+    if (cursor.size() <= buffer.size()) {
       auto const chunk = cursor.take(cursor.size());
       if (!chunk) { return 0; }
       auto* const slot = static_cast<std::byte*>(buffer.get());
