@@ -143,26 +143,29 @@ TEST_F(OnDevice, BufferOfAnOldSizeIsFreedOnReturn)
 // clear(), following the size setting like the whole buffers; a ring takes its buffer from one.
 TEST_F(OnDevice, PartPoolsLendSmallerBuffers)
 {
-  auto& pool = kvikio::BounceBufferPool<>::instance();
+  auto& pool             = kvikio::BounceBufferPool<>::instance();
+  std::size_t const page = kvikio::get_page_size();
+  auto const pages = [page](std::size_t bytes) { return std::max(bytes / page * page, page); };
   kvikio::defaults::set_bounce_buffer_size(16 << 20);
   pool.clear();
   std::size_t const before = pool.pinned_bytes();
   EXPECT_EQ(&pool.part_pool_for(16 << 20), &pool);
   EXPECT_EQ(&pool.part_pool_for((8 << 20) + 1), &pool);  // no half holds it
   EXPECT_EQ(pool.part_pool_for(8 << 20).buffer_size(), 8U << 20);
-  EXPECT_EQ(pool.part_pool_for(100 << 10).buffer_size(), 128U << 10);
-  EXPECT_EQ(pool.part_pool_for(1).buffer_size(), 64U << 10);  // a 256th at the least
+  EXPECT_EQ(pool.part_pool_for(100 << 10).buffer_size(), pages(128U << 10));
+  EXPECT_EQ(pool.part_pool_for(1).buffer_size(), pages(64U << 10));  // a 256th at the least
   auto& part = pool.part_pool_for(40000);
   EXPECT_EQ(&pool.part_pool_for(64 << 10), &part);
+  EXPECT_EQ(&part.part_pool_for(1), &part);  // a part has no parts of its own
   {
-    kvikio::BounceBufferRing<> ring{1, 1, 40960, &part};
-    EXPECT_EQ(ring.slot_size(), 40960U);
-    EXPECT_EQ(pool.pinned_bytes(), before + (64U << 10));  // a part's, not a bounce buffer's
-    EXPECT_EQ(part.pinned_bytes(), 64U << 10);
+    kvikio::BounceBufferRing<> ring{1, 1, 40000, &part};
+    EXPECT_EQ(ring.slot_size(), 40000 / page * page);
+    EXPECT_EQ(pool.pinned_bytes(), before + part.buffer_size());  // not a bounce buffer's
+    EXPECT_EQ(part.pinned_bytes(), part.buffer_size());
   }
   EXPECT_EQ(part.num_free_buffers(), 1U);
   EXPECT_EQ(pool.num_free_buffers(), 0U);  // whole buffers only
-  EXPECT_EQ(pool.clear(), 64U << 10);
+  EXPECT_EQ(pool.clear(), part.buffer_size());
   EXPECT_EQ(part.num_free_buffers(), 0U);
   EXPECT_EQ(pool.pinned_bytes(), before);
 
@@ -171,16 +174,25 @@ TEST_F(OnDevice, PartPoolsLendSmallerBuffers)
   std::size_t const freed = part.num_freed();
   {
     auto buf = part.get();
-    EXPECT_EQ(buf.size(), 64U << 10);
+    EXPECT_EQ(buf.size(), pages(64U << 10));
     kvikio::defaults::set_bounce_buffer_size(2 << 20);
   }
   EXPECT_EQ(part.num_freed(), freed + 1);
-  EXPECT_EQ(part.buffer_size(), 8U << 10);
-  EXPECT_EQ(part.get().size(), 8U << 10);
-  EXPECT_EQ(pool.pinned_bytes(), before + (8U << 10));  // kept for the next get()
-  pool.clear();
+  EXPECT_EQ(part.buffer_size(), pages(8U << 10));
+  EXPECT_EQ(part.get().size(), pages(8U << 10));
+  EXPECT_EQ(pool.pinned_bytes(), before + pages(8U << 10));  // kept for the next get()
+
+  // A part no longer asked for after the setting changed frees its waiting buffers at the next
+  // lookup instead of keeping them pinned.
+  auto& half = pool.part_pool_for(1 << 20);  // a half of 2 MiB
+  {
+    auto buf = half.get();
+  }
+  EXPECT_EQ(half.num_free_buffers(), 1U);
   kvikio::defaults::set_bounce_buffer_size(1 << 20);
-  std::size_t const page = kvikio::get_page_size();
+  (void)pool.part_pool_for(1);
+  EXPECT_EQ(half.num_free_buffers(), 0U) << "a part kept buffers of an old size";
+  pool.clear();
   kvikio::defaults::set_bounce_buffer_size(4 * page);  // parts of a page, then none
   EXPECT_EQ(pool.part_pool_for(1).buffer_size(), page);
   EXPECT_EQ(&pool.part_pool_for(2 * page + 1), &pool);

@@ -603,8 +603,9 @@ bool none_ready(std::vector<std::future<std::size_t>> const& futures)
 // While the pool is backlogged (as many tasks queued as it has threads), a host read of up to one
 // task by system calls runs on the calling thread: its future is ready when pread returns, even
 // with the only worker held. Without a backlog, or for more than one task, or through io_uring
-// (named in the setting: its queue is the pool's threads'), the read waits for the pool. Bytes and
-// guards checked at, below and above the task size.
+// (named in the setting: its queue is the pool's threads'), the read waits for the pool; so does a
+// write (one pool thread keeps writes in order). Bytes and guards checked at, below and above the
+// task size.
 TEST(FileHandleThreads, HostReadsRunOnTheCallerWhileThePoolIsBacklogged)
 {
   TempDir dir;
@@ -616,7 +617,7 @@ TEST(FileHandleThreads, HostReadsRunOnTheCallerWhileThePoolIsBacklogged)
   kvikio::defaults::set_thread_pool_nthreads(1);
   kvikio::defaults::set_task_size(task);
   auto& pool = kvikio::defaults::thread_pool();
-  FileHandle f{path, "r"};
+  FileHandle f{path, "r+"};
   bool const by_io_uring   = kvikio::detail::io_uring_selected(true, task, 1);
   std::size_t const stride = 2 * task + 2 * guard;
   std::vector<std::uint8_t> bufs(4 * stride, poison);
@@ -624,18 +625,20 @@ TEST(FileHandleThreads, HostReadsRunOnTheCallerWhileThePoolIsBacklogged)
   auto* const inline_dst = bufs.data() + stride;
   auto* const under_dst  = bufs.data() + 2 * stride;
   auto* const over_dst   = bufs.data() + 3 * stride;  // two tasks: never on the caller
-  std::future<std::size_t> queued, on_caller, under, over;
+  auto const fresh       = pattern(task, 32);
+  std::future<std::size_t> queued, on_caller, under, over, written;
   {
     kvikio::test::BusyPool busy;
     ASSERT_TRUE(eventually([&] { return pool.get_tasks_running() == 1; }));
     EXPECT_FALSE(pool.is_backlogged());
-    queued = f.pread(queued_dst + guard, task, 5, task);
+    queued = f.pread(queued_dst + guard, task, 5, task, 4096);
     EXPECT_EQ(queued.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout)
       << "a read ran on the caller although the pool had no backlog";
     EXPECT_TRUE(pool.is_backlogged());
-    on_caller        = f.pread(inline_dst + guard, task, 7, task);
-    under            = f.pread(under_dst + guard, task - 1, 100, task);
-    over             = f.pread(over_dst + guard, task + 1, 3, task);
+    on_caller        = f.pread(inline_dst + guard, task, 7, task, 4096);
+    under            = f.pread(under_dst + guard, task - 1, 100, task, 4096);
+    over             = f.pread(over_dst + guard, task + 1, 3, task, 4096);
+    written          = f.pwrite(fresh.data(), fresh.size(), 3 * task, task, 4096);
     auto const ready = [](auto const& fut) {
       return fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
     };
@@ -643,17 +646,37 @@ TEST(FileHandleThreads, HostReadsRunOnTheCallerWhileThePoolIsBacklogged)
       << "a read of one task did not run on the caller while the pool was backlogged";
     EXPECT_EQ(ready(under), !by_io_uring);
     EXPECT_FALSE(ready(over)) << "a read of two tasks ran on the caller";
+    EXPECT_FALSE(ready(written)) << "a write ran on the caller";
     EXPECT_FALSE(ready(queued));
   }
   EXPECT_EQ(queued.get(), task);
   EXPECT_EQ(on_caller.get(), task);
   EXPECT_EQ(under.get(), task - 1);
   EXPECT_EQ(over.get(), task + 1);
+  EXPECT_EQ(written.get(), task);
   EXPECT_TRUE(guarded_bytes(queued_dst, task, stride, content.data() + 5));
   EXPECT_TRUE(guarded_bytes(inline_dst, task, stride, content.data() + 7));
   EXPECT_TRUE(guarded_bytes(under_dst, task - 1, stride, content.data() + 100));
   EXPECT_TRUE(guarded_bytes(over_dst, task + 1, stride, content.data() + 3));
   EXPECT_TRUE(eventually([&] { return !pool.is_backlogged(); }));
+  auto const after = read_file(path);
+  EXPECT_TRUE(std::equal(fresh.begin(), fresh.end(), after.begin() + 3 * task));
+  EXPECT_TRUE(std::equal(content.begin(), content.begin() + 3 * task, after.begin()));
+}
+
+// A transfer done on the calling thread (small, or a read while the pool is backlogged) reports
+// its error through its future, as a pool task does: pread itself returns.
+TEST(FileHandleThreads, ATransferOnTheCallerFailsThroughItsFuture)
+{
+  TempDir dir;
+  auto const path = dir.file("f");
+  write_file(path, pattern(1 << 20, 33));
+  FileHandle f{path, "r"};
+  ASSERT_EQ(::truncate(path.c_str(), 1000), 0);  // the handle still takes the file for 1 MiB
+  std::vector<std::uint8_t> buf(4096, poison);
+  std::future<std::size_t> read;
+  ASSERT_NO_THROW(read = f.pread(buf.data(), buf.size(), 500000, 1 << 20, 1 << 20));
+  EXPECT_THROW(read.get(), kvikio::CUfileException);
 }
 
 // A device read of at most one staging slot leaves its copy in flight on the pool worker, which

@@ -29,6 +29,7 @@
 #include <exception>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -89,8 +90,11 @@ kvikio::bench::ThroughputResult plain_throughput(kvikio::bench::ReadTarget const
                                                  std::size_t destinations,
                                                  double seconds)
 {
-  int const fd                  = target.reference_fd();
-  std::size_t const file_size   = target.size();
+  int const fd                = target.reference_fd();
+  std::size_t const file_size = target.size();
+  if (size == 0 || size >= file_size) {
+    throw std::invalid_argument("reader workload: the read size must be in (0, file size)");
+  }
   std::size_t const slots       = std::max<std::size_t>(destinations, threads);
   auto* const base              = static_cast<char*>(memory.alloc(slots * size));
   std::atomic<std::size_t> done = 0;
@@ -144,6 +148,9 @@ kvikio::bench::LatencyResult plain_latency(kvikio::bench::ReadTarget const& targ
                                            std::size_t size,
                                            std::size_t reads)
 {
+  if (size == 0 || size >= target.size()) {
+    throw std::invalid_argument("reader workload: the read size must be in (0, file size)");
+  }
   void* staging   = nullptr;
   CUstream stream = nullptr;
   check(cuMemHostAlloc(&staging, size, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
@@ -191,6 +198,7 @@ int main(int argc, char** argv)
     auto const sizes        = sizes_of(argv[8]);
     auto const lat_sizes    = argc > 9 ? sizes_of(argv[9]) : std::vector<std::size_t>{};
     std::size_t const reads = argc > 10 ? std::stoull(argv[10]) : 2000;
+    if (reads == 0) { throw std::invalid_argument("latency reads must be positive, got 0"); }
     if (pool > 0) { kvikio::defaults::set_thread_pool_nthreads(pool); }
     // The driver API (not the runtime), so that the program also runs on the project's driver
     // simulator.

@@ -155,8 +155,9 @@ class BounceBufferPool {
   /**
    * @brief The pool whose buffers are the smallest that hold `bytes`: a part pool lending a
    * 2^n-th of buffer_size() (n from 1 to 8, whole pages), or this pool itself where no part is
-   * big enough or smaller than it. Part pools belong to this pool (clear() and pinned_bytes()
-   * include them) and follow its size setting.
+   * big enough or smaller than it (and on a part pool, which has no parts). Part pools belong to
+   * this pool (clear() and pinned_bytes() include them) and follow its size setting: when it
+   * changes, the next call frees the parts' waiting buffers of the old sizes.
    */
   [[nodiscard]] BounceBufferPool& part_pool_for(std::size_t bytes);
 
@@ -175,7 +176,10 @@ class BounceBufferPool {
   explicit BounceBufferPool(unsigned shift) : shift_{shift} {}
   // defaults::bounce_buffer_size() >> shift_, in whole pages (at least one).
   [[nodiscard]] std::size_t size_now() const;
+  // Frees the waiting buffers if they are not of size_now().
+  void free_stale() noexcept;
   unsigned shift_{0};
+  std::size_t parts_sized_for_{0};  // the size setting the parts last followed
   // parts_[n - 1] lends buffers of a 2^n-th: made on first use, under mutex_, never replaced.
   std::vector<std::unique_ptr<BounceBufferPool>> parts_;
   mutable std::mutex mutex_;

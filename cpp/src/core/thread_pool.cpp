@@ -129,8 +129,9 @@ std::size_t ThreadPool::get_tasks_total() const
 
 bool ThreadPool::is_backlogged() const noexcept
 {
-  // Started first: a task is counted as posted only after it was queued, so it may be seen
-  // started and not yet posted; the signed difference then reads as none queued.
+  // Two relaxed counters, read without the lock: a task is counted as posted after it was
+  // queued, so it may be seen started and not yet posted (the signed difference then reads as
+  // none queued). The answer is a hint and may be off by the tasks moving meanwhile.
   std::size_t const started = jobs_started_.load(std::memory_order_relaxed);
   std::size_t const posted  = jobs_posted_.load(std::memory_order_relaxed);
   auto const queued         = static_cast<std::ptrdiff_t>(posted - started);

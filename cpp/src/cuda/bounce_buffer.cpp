@@ -174,6 +174,8 @@ template <typename Allocator>
 BounceBufferPool<Allocator>& BounceBufferPool<Allocator>::part_pool_for(std::size_t bytes)
 {
   // The smallest part that holds `bytes` (whole pages: a part of a small setting may be none).
+  // Parts are the process pool's: a part pool has none of its own.
+  if (shift_ != 0) { return *this; }
   std::size_t const whole = size_now();
   std::size_t const page  = get_page_size();
   unsigned shift          = 0;
@@ -185,9 +187,35 @@ BounceBufferPool<Allocator>& BounceBufferPool<Allocator>::part_pool_for(std::siz
   if (shift == 0) { return *this; }
   std::lock_guard const lock{mutex_};
   if (parts_.empty()) { parts_.resize(max_part_shift); }
+  if (whole != parts_sized_for_) {
+    // The setting changed: parts no longer asked for would keep their old buffers pinned.
+    for (auto const& part : parts_) {
+      if (part) { part->free_stale(); }
+    }
+    parts_sized_for_ = whole;
+  }
   auto& part = parts_[shift - 1];
-  if (!part) { part.reset(new BounceBufferPool{shift_ + shift}); }
+  if (!part) { part.reset(new BounceBufferPool{shift}); }
   return *part;
+}
+
+template <typename Allocator>
+void BounceBufferPool<Allocator>::free_stale() noexcept
+{
+  std::size_t now = 0;
+  try {
+    now = size_now();
+  } catch (...) {  // settings unreadable: nothing is known to be stale
+    return;
+  }
+  std::lock_guard const lock{mutex_};
+  if (buffer_size_ == now) { return; }
+  for (void* p : free_) {
+    Allocator::deallocate(p, buffer_size_);
+  }
+  pinned_bytes_ -= free_.size() * buffer_size_;
+  num_freed_.fetch_add(free_.size(), std::memory_order_release);
+  free_.clear();
 }
 
 template <typename Allocator>

@@ -75,6 +75,20 @@ std::size_t device_transfer(detail::DeviceBackend& backend,
   return moved;
 }
 
+// A transfer done on the calling thread: its result, or its error, in a ready future, as a pool
+// task's would be (upstream defers its small transfers to the future's get()).
+template <typename Transfer>
+std::future<std::size_t> done_here(Transfer&& transfer)
+{
+  std::promise<std::size_t> done;
+  try {
+    done.set_value(transfer());
+  } catch (...) {
+    done.set_exception(std::current_exception());
+  }
+  return done.get_future();
+}
+
 // Device writes (and cuFile transfers) go in one contiguous range per pool thread (a multiple of
 // task_size), so that each task's ring overlaps writing chunk i with copying chunk i+1 across
 // the whole range; with one task per chunk every task would end waiting for its only copy.
@@ -114,14 +128,18 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
   if (is_host_memory(buf)) {
     auto* const bytes   = static_cast<std::byte*>(buf);
     auto* const backend = &detail::host_backend(reading, size, threads);
-    // Small: a task hand-off would cost more than the transfer. Up to one task by system calls
-    // while the pool is backlogged: the task would wait behind a whole round of others, and the
-    // calling thread adds a core's worth of copying (many callers each keeping reads in flight,
-    // as a columnar reader's column chunks). io_uring's deep queue stays on the pool's threads.
-    if (size < gds_threshold ||
-        (size <= task_size && !backend->deep_queue() && pool->is_backlogged())) {
-      return make_ready_future(
-        detail::host_transfer(*backend, reading, *state, file, bytes, size, file_offset));
+    // Small: a task hand-off would cost more than the transfer. A read of up to one task by
+    // system calls while the pool is backlogged: the task would wait behind a whole round of
+    // others, and the calling thread adds a core's worth of copying (many callers each keeping
+    // reads in flight, as a columnar reader's column chunks). Not through io_uring (its deep
+    // queue stays on the pool's threads) nor O_DIRECT (whose unaligned pieces go through a
+    // thread's scratch buffer, kept by the thread), and not writes (one pool thread keeps them
+    // in the order they were submitted).
+    if (size < gds_threshold || (reading && size <= task_size && !backend->deep_queue() &&
+                                 alignment == 0 && pool->is_backlogged())) {
+      return done_here([&] {
+        return detail::host_transfer(*backend, reading, *state, file, bytes, size, file_offset);
+      });
     }
     // A backend that keeps many requests in flight per thread (io_uring: kernel workers copy
     // them) gets one range per pool thread: fewer, longer tasks go as fast with fewer threads.
@@ -144,8 +162,10 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
   // its copy is ordered after the legacy default stream, and pread() would then wait for
   // whatever the GPU runs there.
   if (size < gds_threshold) {
-    return make_ready_future(device_transfer(
-      *backend, reading, *state, file, ctx, buf, size, file_offset, 0, sync_default_stream));
+    return done_here([&] {
+      return device_transfer(
+        *backend, reading, *state, file, ctx, buf, size, file_offset, 0, sync_default_stream);
+    });
   }
   if (sync_default_stream && cufile) {  // once per call, not per task
     PushAndPopContext const context{ctx};

@@ -138,13 +138,14 @@ void RemoteSink::make_ring()
   auto& pool             = CudaPinnedBounceBufferPool::instance();
   std::size_t const page = get_page_size();
   std::size_t const slot = BounceBufferRing<>::slot_size_for(pool.buffer_size(), num_slots_, 0);
-  std::size_t const slots_filled = (capacity_ + slot - 1) / slot;
-  if (slots_filled >= num_slots_) {
-    ring_.emplace(num_slots_);
-    return;
+  std::size_t const slots_filled = std::max<std::size_t>((capacity_ + slot - 1) / slot, 1);
+  if (slots_filled < num_slots_) {
+    std::size_t const slot_bytes = slots_filled == 1 ? (capacity_ + page - 1) / page * page : slot;
+    ring_.emplace(slots_filled, 1, slot_bytes, &pool.part_pool_for(slots_filled * slot_bytes));
+    // A smaller size set meanwhile would make the range wrap onto its own slots.
+    if (ring_->num_slots() * ring_->slot_size() >= capacity_) { return; }
   }
-  std::size_t const slot_bytes = slots_filled == 1 ? (capacity_ + page - 1) / page * page : slot;
-  ring_.emplace(slots_filled, 1, slot_bytes, &pool.part_pool_for(slots_filled * slot_bytes));
+  ring_.emplace(num_slots_);
 }
 
 // Whether the slots that `n` more bytes would move into are free (no copy pending). More slots
