@@ -113,6 +113,13 @@ inline double join_check_release(std::vector<std::thread>& threads,
   return took;
 }
 
+/// The median and 99th percentile of `us` (not empty; sorted here).
+inline LatencyResult percentiles(std::vector<double>& us)
+{
+  std::sort(us.begin(), us.end());
+  return {us[us.size() / 2], us[us.size() * 99 / 100]};
+}
+
 inline std::size_t file_size(int fd)
 {
   off_t const end = ::lseek(fd, 0, SEEK_END);
@@ -276,8 +283,7 @@ inline LatencyResult reader_latency(ReadTarget& target,
     detail::check_bytes(fd, memory, dst, io_size, offset);
     memory.release(dst);
   }
-  std::sort(us.begin(), us.end());
-  return {us[us.size() / 2], us[us.size() * 99 / 100]};
+  return detail::percentiles(us);
 }
 
 /// The process's peak resident memory so far, in MiB.

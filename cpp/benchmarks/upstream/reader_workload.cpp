@@ -172,8 +172,7 @@ kvikio::bench::LatencyResult plain_latency(kvikio::bench::ReadTarget const& targ
   memory.release(dst);
   (void)cuStreamDestroy(stream);
   (void)cuMemFreeHost(staging);
-  std::sort(us.begin(), us.end());
-  return {us[us.size() / 2], us[us.size() * 99 / 100]};
+  return kvikio::bench::detail::percentiles(us);
 }
 
 }  // namespace

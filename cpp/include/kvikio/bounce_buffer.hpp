@@ -174,8 +174,13 @@ class BounceBufferPool {
  private:
   static constexpr unsigned max_part_shift = 8;
   explicit BounceBufferPool(unsigned shift) : shift_{shift} {}
+  // `whole` >> `shift`, in whole pages (0 if less than a page).
+  [[nodiscard]] static std::size_t part_size(std::size_t whole, unsigned shift);
   // defaults::bounce_buffer_size() >> shift_, in whole pages (at least one).
   [[nodiscard]] std::size_t size_now() const;
+  // Frees the buffers waiting in this pool (mutex_ held, or the pool being destroyed); returns
+  // their bytes.
+  std::size_t free_waiting() noexcept;
   // Frees the waiting buffers if they are not of size_now().
   void free_stale() noexcept;
   unsigned shift_{0};

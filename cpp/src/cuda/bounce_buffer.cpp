@@ -65,9 +65,14 @@ void CudaPinnedAllocator::deallocate(void* buffer, std::size_t size) noexcept
 template <typename Allocator>
 BounceBufferPool<Allocator>::~BounceBufferPool()
 {
-  for (void* p : free_) {
-    Allocator::deallocate(p, buffer_size_);
-  }
+  (void)free_waiting();
+}
+
+template <typename Allocator>
+std::size_t BounceBufferPool<Allocator>::part_size(std::size_t whole, unsigned shift)
+{
+  std::size_t const page = get_page_size();
+  return (whole >> shift) / page * page;
 }
 
 template <typename Allocator>
@@ -75,8 +80,20 @@ std::size_t BounceBufferPool<Allocator>::size_now() const
 {
   std::size_t const whole = defaults::bounce_buffer_size();
   if (shift_ == 0) { return whole; }
-  std::size_t const page = get_page_size();
-  return std::max((whole >> shift_) / page * page, page);
+  return std::max(part_size(whole, shift_), get_page_size());
+}
+
+template <typename Allocator>
+std::size_t BounceBufferPool<Allocator>::free_waiting() noexcept
+{
+  for (void* p : free_) {
+    Allocator::deallocate(p, buffer_size_);
+  }
+  std::size_t const bytes = free_.size() * buffer_size_;
+  pinned_bytes_ -= bytes;
+  num_freed_.fetch_add(free_.size(), std::memory_order_release);
+  free_.clear();
+  return bytes;
 }
 
 template <typename Allocator>
@@ -86,12 +103,7 @@ typename BounceBufferPool<Allocator>::Buffer BounceBufferPool<Allocator>::get()
   {
     std::lock_guard const lock{mutex_};
     if (size != buffer_size_) {  // the setting changed: the old buffers do not fit
-      for (void* p : free_) {
-        Allocator::deallocate(p, buffer_size_);
-      }
-      pinned_bytes_ -= free_.size() * buffer_size_;
-      num_freed_.fetch_add(free_.size(), std::memory_order_release);
-      free_.clear();
+      (void)free_waiting();
       buffer_size_ = size;
     }
     if (!free_.empty()) {
@@ -139,14 +151,7 @@ template <typename Allocator>
 std::size_t BounceBufferPool<Allocator>::clear()
 {
   std::lock_guard const lock{mutex_};
-  for (void* p : free_) {
-    Allocator::deallocate(p, buffer_size_);
-  }
-  auto const n = free_.size();
-  pinned_bytes_ -= n * buffer_size_;
-  num_freed_.fetch_add(n, std::memory_order_release);
-  free_.clear();
-  std::size_t freed = n * buffer_size_;
+  std::size_t freed = free_waiting();
   for (auto const& part : parts_) {
     if (part) { freed += part->clear(); }
   }
@@ -177,10 +182,9 @@ BounceBufferPool<Allocator>& BounceBufferPool<Allocator>::part_pool_for(std::siz
   // Parts are the process pool's: a part pool has none of its own.
   if (shift_ != 0) { return *this; }
   std::size_t const whole = size_now();
-  std::size_t const page  = get_page_size();
   unsigned shift          = 0;
   for (unsigned s = 1; s <= max_part_shift; ++s) {
-    std::size_t const part = (whole >> s) / page * page;
+    std::size_t const part = part_size(whole, s);
     if (part < bytes || part == 0) { break; }
     shift = s;
   }
@@ -209,13 +213,7 @@ void BounceBufferPool<Allocator>::free_stale() noexcept
     return;
   }
   std::lock_guard const lock{mutex_};
-  if (buffer_size_ == now) { return; }
-  for (void* p : free_) {
-    Allocator::deallocate(p, buffer_size_);
-  }
-  pinned_bytes_ -= free_.size() * buffer_size_;
-  num_freed_.fetch_add(free_.size(), std::memory_order_release);
-  free_.clear();
+  if (buffer_size_ != now) { (void)free_waiting(); }
 }
 
 template <typename Allocator>
