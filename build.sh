@@ -57,9 +57,13 @@ stage_table() {
 }
 trap stage_table EXIT
 
+# The virtual environment of the PyPI packages (ci/install-deps.sh makes it): its Python builds
+# the extension, runs pytest and the remote tests' servers.
+VENV=$BUILD_ROOT/venv
+
 dependencies() {
   step "Dependencies (ci/install-deps.sh)"
-  ci/install-deps.sh
+  ci/install-deps.sh "$VENV"
 }
 
 # The compiler cache: paths below the checkout are hashed relative to it (and the working
@@ -74,8 +78,8 @@ fi
 configure_and_build() {
   local name=$1
   shift
-  cmake -S . -B "$BUILD_ROOT/$name" -G Ninja -DKvikIO_WARNINGS_AS_ERRORS=ON "${launcher[@]}" "$@" \
-    >/dev/null
+  cmake -S . -B "$BUILD_ROOT/$name" -G Ninja -DKvikIO_WARNINGS_AS_ERRORS=ON "${launcher[@]}" \
+    -DKvikIO_TEST_PYTHON="$VENV/bin/python" "$@" >/dev/null
   cmake --build "$BUILD_ROOT/$name" -j "$JOBS"
 }
 
@@ -121,13 +125,13 @@ failed_test_output() {
   ' "$1"
 }
 
-# The Release build also builds the Python extension (pybind11) for Debian's /usr/bin/python3,
-# whose python3-* packages the tests use (a python3 earlier on PATH may be another build).
+# The Release build also builds the Python extension (pybind11) for the virtual environment's
+# Python, Debian's /usr/bin/python3 (a python3 earlier on PATH may be another build).
 build_release() {
   step "Release build"
   configure_and_build release -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_INSTALL_PREFIX="$BUILD_ROOT/install" -DKvikIO_BUILD_PYTHON=ON \
-    -DPython3_EXECUTABLE=/usr/bin/python3
+    -DPython3_EXECUTABLE="$VENV/bin/python"
 }
 
 format_check() {

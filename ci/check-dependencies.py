@@ -9,10 +9,11 @@ Exit status 0 when everything agrees, 1 naming each mismatch, 2 when a file cann
 
 The rules, each checked in both directions:
 
-a. ci/install-deps.sh: the packages of its `packages=( ... )` array, those it adds with
-   `packages+=( ... )` (npm, when the machine has none) and those it installs with
-   `npm install` (`name@version`, the version resolved from its `<x>_version=` variable) are
-   exactly the `debian:` entries of dependencies.yaml, and its `npm:` entries (same version).
+a. ci/install-deps.sh: the packages of its `packages=( ... )` array and those it adds with
+   `packages+=( ... )` are exactly the `debian:` entries of dependencies.yaml, and the
+   `name==version` pins of its `pypi_packages=( ... )` array exactly its `pypi:` entries; each
+   of those pins is also in ci/pypi-constraints.txt (the pins of everything they pull in), with
+   the same version, and every line there pins one version (`name==version`).
 
 b. CMake: every find_package / find_dependency / find_library / find_path / find_program /
    find_file call in a CMakeLists.txt, *.cmake or *.cmake.in that git knows (the files of rule
@@ -96,50 +97,63 @@ def as_list(value):
 
 
 # a. ci/install-deps.sh ---------------------------------------------------------------------------
-def install_deps_packages(text):
-    """(Debian packages, npm name@version specs) that install-deps.sh installs."""
-    debian, in_array, arrays = [], False, 0
+def shell_array(text, name):
+    """The words of the bash arrays `name=( ... )` and `name+=( ... )` (comments dropped), or None
+    when there is none."""
+    words, in_array, arrays = [], False, 0
     for line in text.splitlines():
         code = line.split("#", 1)[0]
         if not in_array:
-            m = re.match(r"\s*(?:if .*;\s*then\s+)?packages\+?=\((.*)", code)
+            m = re.match(r"\s*(?:if .*;\s*then\s+)?" + name + r"\+?=\((.*)", code)
             if not m:
                 continue
             code, in_array, arrays = m.group(1), True, arrays + 1
         if ")" in code:
             code, in_array = code.split(")", 1)[0], False
-        debian += code.split()
-    if not arrays:
-        raise Fail("ci/install-deps.sh: no packages=( ... ) array")
-    variables = dict(re.findall(r"^\s*(\w+)=([^\s#]+)", text, re.MULTILINE))
-    npm = []
-    for line in text.splitlines():
-        code = line.split("#", 1)[0]
-        if re.search(r"\bnpm\s+install\b", code):
-            for name, version in re.findall(r"([@\w][\w./-]*)@(\$\{?\w+\}?|[\w.-]+)", code):
-                if version.startswith("$"):
-                    var = version.strip("${}")
-                    if var not in variables:
-                        raise Fail(f"ci/install-deps.sh: npm install of {name}@{version}: ${var} is not set")
-                    version = variables[var].strip("'\"")
-                npm.append(f"{name}@{version}")
-    return debian, npm
+        words += code.split()
+    return words if arrays else None
+
+
+def pin_name(pin):
+    """The package of `name[extra]==version`, normalized as PyPI does (case, - _ .)."""
+    return re.sub(r"[-_.]+", "-", re.split(r"[\[=<>!~ ]", pin, 1)[0]).lower()
 
 
 def check_install_deps(root, deps, errors):
-    debian, npm = install_deps_packages(read(os.path.join(root, "ci", "install-deps.sh")))
-    listed = {"debian": set(), "npm": set()}
+    text = read(os.path.join(root, "ci", "install-deps.sh"))
+    debian = shell_array(text, "packages")
+    if debian is None:
+        raise Fail("ci/install-deps.sh: no packages=( ... ) array")
+    pypi = shell_array(text, "pypi_packages") or []
+    listed = {"debian": set(), "pypi": set()}
     for group, source, entry in entries(deps):
         if source in listed:
             listed[source].add(str(entry["name"]))
-    for source, installed in (("debian", debian), ("npm", npm)):
+    for source, installed in (("debian", debian), ("pypi", pypi)):
         for p in sorted(set(installed) - listed[source]):
             errors.append(f"ci/install-deps.sh installs {p}, which no `{source}:` entry of dependencies.yaml lists")
         for p in sorted(listed[source] - set(installed)):
             errors.append(f"dependencies.yaml lists {source} package {p}, which ci/install-deps.sh does not install")
         for p in sorted({p for p in installed if installed.count(p) > 1}):
             errors.append(f"ci/install-deps.sh lists {p} more than once")
-    return len(set(debian)) + len(set(npm))
+    constraints = {}
+    for n, line in enumerate(read(os.path.join(root, "ci", "pypi-constraints.txt")).splitlines(), 1):
+        code = line.split("#", 1)[0].strip()
+        if not code:
+            continue
+        m = re.fullmatch(r"([A-Za-z0-9][\w.-]*)==([\w.+!-]+)", code)
+        if not m:
+            errors.append(f"ci/pypi-constraints.txt:{n}: {code!r} is not name==version")
+            continue
+        constraints[pin_name(m.group(1))] = m.group(2)
+    for pin in sorted(set(listed["pypi"]) | set(pypi)):
+        m = re.fullmatch(r"[^=]+==([\w.+!-]+)", pin)
+        if not m:
+            errors.append(f"PyPI package {pin}: not pinned (name==version)")
+        elif constraints.get(pin_name(pin)) != m.group(1):
+            errors.append(f"PyPI package {pin}: ci/pypi-constraints.txt pins "
+                          f"{constraints.get(pin_name(pin), 'no version')} of it")
+    return len(set(debian)) + len(set(pypi))
 
 
 def repo_files(root):

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# Installs what building and testing KvikIO needs, from Debian's packages. Idempotent: when
-# everything is present it changes nothing and needs no network. dependencies.yaml lists each
-# package with its purpose; ci/check-dependencies.py fails when the two are out of step.
+# Installs what building and testing KvikIO needs: Debian's packages, then the PyPI packages of
+# the tests (moto's S3 server, zarr, numcodecs, dask, pytest) into a virtual environment made
+# from Debian's /usr/bin/python3 with --system-site-packages, so the python3-* packages stay
+# visible. Usage: ci/install-deps.sh [VENV] (default build/venv; ./build.sh passes
+# $BUILD_ROOT/venv). Idempotent: when everything is present it changes nothing and needs no
+# network. dependencies.yaml lists each package with its purpose and pin;
+# ci/check-dependencies.py fails when the two are out of step.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=${1:-build/venv}
 
 packages=(
   g++                   # C++20 compiler
@@ -22,22 +28,17 @@ packages=(
   nginx-light           # the real HTTP server of the remote I/O tests
   python3               # Debian's /usr/bin/python3: the test servers, ci/check-dependencies.py
   python3-yaml          # ci/check-dependencies.py reads dependencies.yaml
-  python3-botocore      # the independent SigV4 check of the S3 test server (servers/s3_sigv4.py)
+  python3-venv          # the virtual environment of the PyPI packages (below)
   python3-matplotlib    # docs/benchmarks/plot.py (Debian's /usr/bin/python3)
   python3-dev           # the Python headers the extension kvikio._lib compiles against
   pybind11-dev          # pybind11, the C++ side of kvikio._lib
   python3-numpy         # NumPy, which the kvikio package uses for host buffers
-  python3-pytest        # the Python package's test suite
   doxygen               # the C++ API of the docs (XML from the public headers)
   python3-sphinx        # the docs site (./build.sh docs)
   python3-breathe       # Doxygen XML into Sphinx
   python3-myst-parser   # the Markdown pages of docs/ in Sphinx
   graphviz              # the design page's diagrams (sphinx.ext.graphviz)
 )
-# npm runs s3rver (below); a machine that already has node and npm (from NodeSource, say) keeps
-# them, so npm is asked of Debian only when it is missing.
-if ! command -v npm >/dev/null; then packages+=(npm); fi
-
 sudo_cmd=()
 if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
 
@@ -54,12 +55,26 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# s3rver, the S3 protocol peer of the remote I/O tests, comes from the npm registry (Debian has
-# no package of it). Pinned: the tests rely on its behaviour (see dependencies.yaml).
-s3rver_version=3.7.1
-if [[ "$(s3rver --version 2>/dev/null)" != "$s3rver_version" ]]; then
-  echo "install-deps: installing s3rver@$s3rver_version from npm"
-  "${sudo_cmd[@]}" npm install --global --no-audit --no-fund "s3rver@$s3rver_version"
+# PyPI, pinned; ci/pypi-constraints.txt pins everything they pull in, so two installs on
+# different days get the same packages. A stamp of the pins in the environment makes a second run
+# a no-op that needs no network.
+pypi_packages=(
+  moto[server]==5.2.5   # the S3 protocol peer of the remote I/O tests (moto_server on loopback)
+  zarr==3.1.6           # kvikio.zarr.GDSStore and its tests (zarr.testing.store.StoreTests)
+  numcodecs==0.16.6     # kvikio.numcodecs and the codecs of zarr
+  dask==2026.8.0        # the Dask example and its test (docs/dask.md)
+  distributed==2026.8.0 # dask.distributed's LocalCluster of worker processes
+  pytest==9.2.0         # the Python package's test suite
+  pytest-asyncio==1.5.0 # zarr's store tests are coroutines
+)
+stamp="$venv/.kvikio-pypi-pins"
+wanted="$(printf '%s\n' "${pypi_packages[@]}"; cat ci/pypi-constraints.txt)"
+if [[ ! -x $venv/bin/python || "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]]; then
+  echo "install-deps: installing ${pypi_packages[*]} from PyPI into $venv"
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -c ci/pypi-constraints.txt \
+    "${pypi_packages[@]}"
+  printf '%s\n' "$wanted" >"$stamp"
 fi
 
 # The CUDA toolkit is not a Debian package here: its headers (cuda.h, nvtx3) must already be

@@ -234,6 +234,17 @@ TEST_F(Faults, CutConnectionAndShortBody)
   }
 }
 
+// A one-byte range answered with the whole object: refused before a byte is written.
+TEST_F(Faults, WholeObjectAs206IsRefused)
+{
+  for (std::size_t offset : {std::size_t{0}, std::size_t{5}}) {
+    auto h           = handle_for(server_, "whole-as-206/x");
+    std::string what = error_of(h, buf_, 1, offset);
+    EXPECT_NE(what.find("Content-Range"), std::string::npos) << what;
+    expect_guards(buf_, 0);
+  }
+}
+
 TEST_F(Faults, WrongContentRangeIsRefused)
 {
   auto h           = handle_for(server_, "wrong-range/x");

@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  *
- * The read matrix of remote I/O: every endpoint type against its real peer (nginx, s3rver, the
+ * The read matrix of remote I/O: every endpoint type against its real peer (nginx, moto, the
  * botocore-checked S3 server with header and presigned signatures, WebHDFS), into host and device
  * memory, over sizes 0 / 1 / small / several tasks, offsets and thread counts. Destinations are
  * poisoned around the read and the surroundings checked.
@@ -37,14 +37,14 @@ constexpr std::size_t task_size  = 256 << 10;
 constexpr std::size_t guard      = 64;
 constexpr std::size_t size_total = (1 << 20) + 4099;
 
-enum class Peer { Nginx, S3rver, S3Signed, S3Presigned, S3Public, WebHdfs };
+enum class Peer { Nginx, Moto, S3Signed, S3Presigned, S3Public, WebHdfs };
 enum class Memory { Host, Device };
 
 std::string name(Peer peer)
 {
   switch (peer) {
     case Peer::Nginx: return "Nginx";
-    case Peer::S3rver: return "S3rver";
+    case Peer::Moto: return "MotoS3";
     case Peer::S3Signed: return "S3SignedBotocoreChecked";
     case Peer::S3Presigned: return "S3PresignedByBotocore";
     case Peer::S3Public: return "S3Public";
@@ -63,7 +63,7 @@ void PrintTo(Memory memory, std::ostream* os)
 /// A peer serving `content` and a handle opened on it, the way a user of that peer would open it.
 struct Served {
   std::unique_ptr<kvikio::test::Nginx> nginx;
-  std::unique_ptr<kvikio::test::S3rver> s3rver;
+  std::unique_ptr<kvikio::test::MotoS3Server> moto;
   std::unique_ptr<kvikio::test::PythonServer> python;
   kvikio::test::TempDir dir;
   std::optional<RemoteHandle> handle;
@@ -82,16 +82,16 @@ struct Served {
         handle.emplace(RemoteHandle::open(nginx->url("object.bin")));
         expected_type = RemoteEndpointType::HTTP;
         break;
-      case Peer::S3rver: {
-        s3rver = std::make_unique<kvikio::test::S3rver>();
-        s3rver->put(encoded, content);
-        kvikio::test::EnvGuard const env{{"AWS_DEFAULT_REGION", kvikio::test::S3rver::region},
-                                         {"AWS_ACCESS_KEY_ID", kvikio::test::S3rver::access_key},
-                                         {"AWS_SECRET_ACCESS_KEY", kvikio::test::S3rver::secret},
-                                         {"AWS_ENDPOINT_URL", s3rver->endpoint()},
+      case Peer::Moto: {
+        moto = std::make_unique<kvikio::test::MotoS3Server>();
+        moto->put(encoded, content);
+        kvikio::test::EnvGuard const env{{"AWS_DEFAULT_REGION", kvikio::test::MotoS3Server::region},
+                                         {"AWS_ACCESS_KEY_ID", kvikio::test::MotoS3Server::access_key},
+                                         {"AWS_SECRET_ACCESS_KEY", kvikio::test::MotoS3Server::secret},
+                                         {"AWS_ENDPOINT_URL", moto->endpoint()},
                                          {"AWS_SESSION_TOKEN", std::nullopt}};
         handle.emplace(
-          RemoteHandle::open(std::string{"s3://"} + kvikio::test::S3rver::bucket + "/" + as));
+          RemoteHandle::open(std::string{"s3://"} + kvikio::test::MotoS3Server::bucket + "/" + as));
         expected_type = RemoteEndpointType::S3;
         break;
       }
@@ -198,9 +198,6 @@ TEST_P(RemoteReads, SizesOffsetsAndThreads)
          {std::size_t{0}, std::size_t{1}, std::size_t{4097}, 3 * task_size + 17}) {
       Destination destination{memory, size};
       for (std::size_t offset : {std::size_t{0}, std::size_t{13}, task_size - 1}) {
-        // s3rver 3.7.1 answers "bytes=0-0" with the whole object, which KvikIO refuses
-        // (test_remote_endpoints: S3rverProtocol.ItsAnswerToBytes0To0IsRefused).
-        if (peer == Peer::S3rver && size == 1 && offset == 0) { continue; }
         check(destination, size, offset);
       }
     }
@@ -214,7 +211,7 @@ TEST_P(RemoteReads, SizesOffsetsAndThreads)
 INSTANTIATE_TEST_SUITE_P(AllPeers,
                          RemoteReads,
                          ::testing::Combine(::testing::Values(Peer::Nginx,
-                                                              Peer::S3rver,
+                                                              Peer::Moto,
                                                               Peer::S3Signed,
                                                               Peer::S3Presigned,
                                                               Peer::S3Public,
@@ -289,7 +286,7 @@ TEST_P(RemoteReadAsync, BadArgumentsAreRefusedAtTheCall)
 INSTANTIATE_TEST_SUITE_P(AllPeers,
                          RemoteReadAsync,
                          ::testing::Values(Peer::Nginx,
-                                           Peer::S3rver,
+                                           Peer::Moto,
                                            Peer::S3Signed,
                                            Peer::S3Presigned,
                                            Peer::S3Public,

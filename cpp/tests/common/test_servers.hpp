@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -25,10 +26,19 @@
 namespace kvikio::test {
 
 /**
- * A test server of cpp/tests/servers (Debian's /usr/bin/python3, standard library only), started
- * as `script 0 arg`: it binds a free loopback port itself and prints "ready <port>", so no other
- * process can take the port between choosing and binding it. A server that does not start is an
- * error, never a skip.
+ * The Python that runs the test servers: $KVIKIO_TEST_PYTHON where set (the GPU machine), else
+ * the one the build names (KvikIO_TEST_PYTHON: the virtual environment of ci/install-deps.sh).
+ */
+inline std::string test_python()
+{
+  char const* env = std::getenv("KVIKIO_TEST_PYTHON");
+  return env != nullptr && *env != '\0' ? env : KVIKIO_TEST_PYTHON;
+}
+
+/**
+ * A test server of cpp/tests/servers (run by test_python()), started as `script 0 arg`: it binds
+ * a free loopback port itself and prints "ready <port>", so no other process can take the port
+ * between choosing and binding it. A server that does not start is an error, never a skip.
  */
 class PythonServer {
  public:
@@ -40,8 +50,9 @@ class PythonServer {
     pid_                     = ::fork();
     if (pid_ == 0) {
       ::dup2(out[1], STDOUT_FILENO);
-      ::execl("/usr/bin/python3",
-              "python3",
+      std::string const python = test_python();
+      ::execl(python.c_str(),
+              python.c_str(),
               script.c_str(),
               "0",
               arg.c_str(),
@@ -54,8 +65,9 @@ class PythonServer {
     if (std::sscanf(line.c_str(), "ready %d", &port_) != 1 || port_ <= 0) {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
-      throw std::runtime_error("the test server did not start (/usr/bin/python3 " + script +
-                               "): it said \"" + line + "\"");
+      throw std::runtime_error("the test server did not start (" + test_python() + " " + script +
+                               "; ci/install-deps.sh installs what it imports): it said \"" +
+                               line + "\"");
     }
   }
   ~PythonServer()
@@ -125,8 +137,9 @@ class S3SigV4Server : public PythonServer {
   [[nodiscard]] static std::string presign(std::string const& url,
                                            std::string const& signing_secret = secret)
   {
-    std::string const command = "/usr/bin/python3 '" + std::string{KVIKIO_TEST_SERVERS_DIR} +
-                                "/s3_sigv4.py' presign '" + url + "' '" + signing_secret + "'";
+    std::string const command = "'" + test_python() + "' '" +
+                                std::string{KVIKIO_TEST_SERVERS_DIR} + "/s3_sigv4.py' presign '" +
+                                url + "' '" + signing_secret + "'";
     FILE* out = ::popen(command.c_str(), "r");
     if (out == nullptr) { throw std::runtime_error("popen failed: " + command); }
     std::string presigned;
@@ -145,46 +158,27 @@ class S3SigV4Server : public PythonServer {
 };
 
 /**
- * s3rver (from npm, installed by ci/install-deps.sh) on a free loopback port, with one bucket and
- * its objects in a temporary directory. It speaks the S3 protocol (paths, ranges, error codes,
- * the required x-amz-content-sha256 header) but does not verify signatures: servers/s3_sigv4.py
- * does that. A missing s3rver is an error, never a skip.
+ * moto's S3 server (servers/moto_s3.py; moto[server] from PyPI, in the virtual environment
+ * ci/install-deps.sh makes) on a free loopback port, with one bucket. It speaks the S3 protocol
+ * (path-style bucket/key, ranges, error codes and their XML bodies) but does not verify
+ * signatures: servers/s3_sigv4.py does that. A missing moto is an error, never a skip.
  */
-class S3rver {
+class MotoS3Server : public PythonServer {
  public:
   static constexpr char const* bucket     = "kvikio-bucket";
-  static constexpr char const* access_key = "S3RVER";
-  static constexpr char const* secret     = "S3RVER";
+  static constexpr char const* access_key = "MOTOTESTKEY";
+  static constexpr char const* secret     = "moto-test-secret";
   static constexpr char const* region     = "us-east-1";
 
-  // A free port is only free when asked: another test's server may take it before s3rver
-  // (slow to start) binds it, and then answer in its place. So the answer must be s3rver's (its
-  // bucket list), else s3rver starts again on another port.
-  S3rver()
-  {
-    std::string const data = dir_.file("data");
-    std::filesystem::create_directories(data);
-    for (int attempt = 1;; ++attempt) {
-      port_ = free_port();
-      start(data);
-      try {
-        wait_until_listening(port_, pid_, "s3rver (from npm: ci/install-deps.sh installs it)");
-        if (answers_as_s3rver()) { return; }
-      } catch (std::runtime_error const&) {
-        if (attempt == 3) { throw; }
-      }
-      stop();
-      if (attempt == 3) {
-        throw std::runtime_error("s3rver: another server answered on its port three times");
-      }
-    }
-  }
-  ~S3rver() { stop(); }
-  S3rver(S3rver const&)            = delete;
-  S3rver& operator=(S3rver const&) = delete;
+  MotoS3Server() : PythonServer{"moto_s3.py", bucket} {}
 
   /// What AWS_ENDPOINT_URL would say: the server's root.
-  [[nodiscard]] std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  [[nodiscard]] std::string endpoint() const
+  {
+    std::string root = PythonServer::url("");
+    root.pop_back();
+    return root;
+  }
   /// The path-style URL of an object; `encoded_key` is already percent-encoded.
   [[nodiscard]] std::string url(std::string const& encoded_key) const
   {
@@ -224,62 +218,10 @@ class S3rver {
     ::curl_slist_free_all(headers);
     ::curl_easy_cleanup(curl);
     if (rc != CURLE_OK || status != 200) {
-      throw std::runtime_error("s3rver PUT " + to + " failed: " + ::curl_easy_strerror(rc) +
+      throw std::runtime_error("moto S3 PUT " + to + " failed: " + ::curl_easy_strerror(rc) +
                                ", HTTP " + std::to_string(status));
     }
   }
-
- private:
-  void start(std::string const& data)
-  {
-    std::string const port = std::to_string(port_);
-    pid_                   = ::fork();
-    if (pid_ == 0) {
-      ::execlp("s3rver",
-               "s3rver",
-               "--directory",
-               data.c_str(),
-               "--address",
-               "127.0.0.1",
-               "--port",
-               port.c_str(),
-               "--silent",
-               "--configure-bucket",
-               bucket,
-               static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-  }
-  void stop() noexcept
-  {
-    if (pid_ <= 0) { return; }
-    ::kill(pid_, SIGTERM);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-  // s3rver answers GET / with its bucket list (ListAllMyBucketsResult), naming our bucket.
-  [[nodiscard]] bool answers_as_s3rver() const
-  {
-    std::string body;
-    auto const write = +[](char* in, std::size_t size, std::size_t n, void* user) -> std::size_t {
-      static_cast<std::string*>(user)->append(in, size * n);
-      return size * n;
-    };
-    CURL* curl             = ::curl_easy_init();
-    std::string const root = endpoint() + "/";
-    ::curl_easy_setopt(curl, CURLOPT_URL, root.c_str());
-    ::curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write);
-    ::curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-    ::curl_easy_setopt(curl, CURLOPT_TIMEOUT, 10L);
-    CURLcode const rc = ::curl_easy_perform(curl);
-    ::curl_easy_cleanup(curl);
-    return rc == CURLE_OK && body.find("ListAllMyBucketsResult") != std::string::npos &&
-           body.find(bucket) != std::string::npos;
-  }
-
-  TempDir dir_;
-  int port_{0};
-  pid_t pid_{-1};
 };
 
 }  // namespace kvikio::test

@@ -16,6 +16,8 @@ the first path segment picks the behaviour:
     /stall/...         sends headers, then nothing for 30 s
     /wrong-range/...   answers 206 with the right length but the bytes (and Content-Range) of
                        the range one byte further
+    /whole-as-206/...  answers every range with 206 and the whole object, its Content-Range
+                       naming the whole (as some S3 servers answer "bytes=0-0")
     /404/..., /403/... that status
 A path under /webhdfs/v1/ is the same behaviour spoken as WebHDFS: ?op=GETFILESTATUS answers
 the object's FileStatus (JSON), ?op=OPEN&offset=O&length=L answers 200 with those bytes.
@@ -102,6 +104,8 @@ class Handler(BaseHTTPRequestHandler):
             shifted = DATA[first + 1:last + 2]
             if len(shifted) == len(body):
                 return self._send(206, shifted, f"bytes {first + 1}-{last + 1}/{SIZE}")
+        if kind == "whole-as-206":
+            return self._send(206, DATA, f"bytes 0-{SIZE - 1}/{SIZE}")
         if kind == "stall":
             self.send_response(206)
             self.send_header("Content-Length", str(len(body)))

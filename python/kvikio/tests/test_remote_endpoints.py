@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""RemoteFile against the test servers of cpp/tests/servers (Debian's /usr/bin/python3): S3
+"""RemoteFile against the test servers of cpp/tests/servers (run by this Python): S3
 with every SigV4 signature checked by botocore (open_s3, open_s3_url, a wrong secret refused),
 presigned URLs, public buckets and WebHDFS; host and device memory, both transports."""
 
 import os
 import select
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from conftest import POISON, pattern
 import kvikio
 
 SERVERS = Path(__file__).resolve().parents[3] / "cpp" / "tests" / "servers"
-PYTHON = "/usr/bin/python3"
+PYTHON = sys.executable  # botocore: the virtual environment of ci/install-deps.sh
 ACCESS_KEY, SECRET, REGION = "KVIKIOTESTKEY", "kvikio-test-secret", "us-east-1"
 
 
