@@ -231,7 +231,8 @@ fuzz_report() {
 }
 
 # The docs site: Doxygen XML of the public headers, then Sphinx (MyST pages, Breathe for C++,
-# autodoc for the Python package staged by the Release build), warnings as errors.
+# autodoc for the Python package staged by the Release build), warnings as errors. Sphinx is
+# Debian's, run by the virtual environment's Python, where kvikio.zarr's zarr 3 is importable.
 docs_site() {
   step "Docs (Doxygen + Sphinx, warnings as errors)"
   mkdir -p "$BUILD_ROOT/docs"
@@ -240,7 +241,7 @@ docs_site() {
   rm -rf "$BUILD_ROOT/docs/doxygen" "$BUILD_ROOT/docs/html"
   doxygen "$BUILD_ROOT/docs/Doxyfile"
   KVIKIO_DOCS_BUILD="$BUILD_ROOT/docs" KVIKIO_PYTHON_PATH="$BUILD_ROOT/release/python" \
-    /usr/bin/python3 -m sphinx -W --keep-going -q -b html docs "$BUILD_ROOT/docs/html"
+    "$VENV/bin/python" -m sphinx -W --keep-going -q -b html docs "$BUILD_ROOT/docs/html"
   echo "docs: $BUILD_ROOT/docs/html/index.html"
 }
 

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """``CudaCodec``: the base class of numcodecs codecs that work on CUDA device memory.
 
-Needs numcodecs and CuPy; importing this module without them raises ImportError naming what is
-missing.
+Needs numcodecs; importing this module without it raises ImportError naming what is missing.
+CuPy, the usual kind of the encoded buffers, is needed only by the codecs that use it: without
+it the module imports, so that codecs can be defined, registered and tested on host memory.
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ from abc import abstractmethod
 from typing import Any, Optional, Union
 
 try:
-    import cupy
-    import cupy.typing
     import numcodecs.abc
     import numpy.typing
 except ImportError as e:
-    raise ImportError(f"kvikio.numcodecs needs numcodecs and cupy: {e}") from e
+    raise ImportError(f"kvikio.numcodecs needs numcodecs: {e}") from e
 
-BufferLike = Union[cupy.typing.NDArray, numpy.typing.ArrayLike, Any]
+try:
+    import cupy.typing
+
+    BufferLike = Union[cupy.typing.NDArray, numpy.typing.ArrayLike, Any]
+except ImportError:  # no CuPy: host buffers only
+    BufferLike = Union[numpy.typing.ArrayLike, Any]
 
 
 class CudaCodec(numcodecs.abc.Codec):

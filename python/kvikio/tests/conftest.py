@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
 
 import numpy as np
 import pytest
@@ -238,3 +243,60 @@ def data_file(tmp_path):
 def pytest_report_header(config):
     where = "CuPy" if cupy is not None else f"ctypes on {os.environ.get('LD_LIBRARY_PATH', '')}"
     return f"device memory: {where}"
+
+
+NGINX = "/usr/sbin/nginx"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def nginx(tmp_path_factory):
+    """Real nginx (Debian's /usr/sbin/nginx) on a free loopback port, serving a directory with
+    data.bin (5 MiB + 77 bytes of pattern 21); yields (base URL, content). Missing nginx fails."""
+    assert os.path.exists(NGINX), f"{NGINX} is missing: ci/install-deps.sh installs nginx-light"
+    root = tmp_path_factory.mktemp("nginx")
+    www = root / "www"
+    (root / "tmp").mkdir()
+    www.mkdir()
+    content = pattern(5 * 1024 * 1024 + 77, 21)
+    content.tofile(www / "data.bin")
+    for attempt in range(5):  # another process may take the port between bind and listen
+        port = _free_port()
+        conf = root / "nginx.conf"
+        temp = root / "tmp"
+        conf.write_text(
+            ("user root;\n" if os.geteuid() == 0 else "")
+            + f"daemon off;\nworker_processes 2;\npid {root}/nginx.pid;\n"
+            f"error_log {root}/error.log;\nevents {{}}\nhttp {{\n  access_log off;\n"
+            f"  client_body_temp_path {temp};\n  proxy_temp_path {temp};\n"
+            f"  fastcgi_temp_path {temp};\n  uwsgi_temp_path {temp};\n  scgi_temp_path {temp};\n"
+            f"  server {{\n    listen 127.0.0.1:{port};\n    root {www};\n  }}\n}}\n"
+        )
+        proc = subprocess.Popen([NGINX, "-c", str(conf), "-p", str(root)])
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:  # ours only if it serves our file
+                with urllib.request.urlopen(f"{url}/data.bin", timeout=1) as r:
+                    if r.read(64) == content[:64].tobytes():
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        else:
+            proc.kill()
+            continue
+        if proc.poll() is None:
+            break
+    else:
+        pytest.fail(f"nginx did not serve on a free port (see {root}/error.log)")
+    yield url, content
+    proc.terminate()
+    proc.wait()
+    shutil.rmtree(root, ignore_errors=True)

@@ -43,11 +43,6 @@ def test_bad_names_and_values():
         kvikio.defaults.set("remote_io_backend", 257)
 
 
-def test_zarr_says_what_is_missing():
-    with pytest.raises(ImportError, match="zarr"):
-        import kvikio.zarr  # noqa: F401
-
-
 def test_infer_remote_endpoint_type():
     infer = kvikio.infer_remote_endpoint_type
     assert infer("s3://bucket/key") == kvikio.RemoteEndpointType.S3

@@ -362,18 +362,6 @@ def test_numpy_with_device_arrays(tmp_path):
     cupy.testing.assert_array_equal(got, src[::3])
 
 
-def test_numcodecs_says_what_is_missing_or_works():
-    try:
-        import cupy  # noqa: F401
-        import numcodecs  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError, match="numcodecs and cupy"):
-            importlib.import_module("kvikio.numcodecs")
-        return
-    codec = importlib.import_module("kvikio.numcodecs").CudaCodec
-    assert inspect.isabstract(codec)
-
-
 def test_benchmarks_front_ends(tmp_path, capsys):
     from kvikio.benchmarks import http_io, single_node_io, zarr_io
 
