@@ -6,10 +6,11 @@
 # The build folder's absolute paths point at /work/main, so the checkout is linked there.
 # The simulator is removed from the carried build, so the device tests' dlopen finds the real
 # driver; the jitter variants (a simulator knob) and the injected failures are not run. The
-# S3 tests need botocore, which the GPU machine's /usr/bin/python3 lacks: ci/device-bundle.sh puts
-# it in .device-run/pylib (carry .device-run). The s3rver tests need node, which that machine
-# lacks, and are left out when s3rver is not on PATH. nginx must be at /usr/sbin/nginx (extract
-# the .deb of .device-run there first, as docs/benchmarks.md says).
+# PyPI packages that machine's Python lacks (moto, boto3, zarr, numcodecs, dask, ...) and
+# upstream's released packages come packed in .device-run/python (ci/device-python.sh; carry
+# .device-run): they are unpacked to /tmp/deps (on PYTHONPATH; the test servers run on that
+# python3) and /tmp/upstream. nginx must be at /usr/sbin/nginx (extract the .deb of
+# .device-run there first, as docs/benchmarks.md says).
 set -uo pipefail
 OUT=${OUT:-/tmp/kvikio-gpu-out}
 mkdir -p "$OUT"
@@ -25,12 +26,15 @@ rm -f build/release/cudasim/libcuda.so*
 # the simulator; the checks of the project's records (project.*) need PyYAML, which that machine
 # lacks, and test nothing of the machine.
 exclude="injected_failure|shared_hardware_queue|project\\."
-if [[ -d $root/.device-run/pylib ]]; then
-  export PYTHONPATH=$root/.device-run/pylib
+if [[ -f $root/.device-run/python/deps.tar.xz ]]; then
+  mkdir -p /tmp/deps && tar -C /tmp/deps -xJf "$root/.device-run/python/deps.tar.xz"
+  export PYTHONPATH=/tmp/deps${PYTHONPATH:+:$PYTHONPATH} KVIKIO_TEST_PYTHON=python3
 else
-  exclude+="|S3"
+  exclude+="|S3|Moto"
 fi
-if ! command -v s3rver >/dev/null; then exclude+="|S3rver"; fi
+if [[ -f $root/.device-run/python/upstream.tar.xz ]]; then
+  mkdir -p /tmp/upstream && tar -C /tmp/upstream -xJf "$root/.device-run/python/upstream.tar.xz"
+fi
 echo "ctest excludes: $exclude" | tee "$OUT/excluded.txt"
 # The python label: the extension built here is for this machine's /usr/bin/python3; PY=1 below
 # builds the package there with pip instead.
@@ -40,12 +44,14 @@ if [[ ${TESTS:-1} == 1 ]]; then
   tail -n 25 "$OUT/ctest.log"
 fi
 # The Python package (PY=1): pip install python/kvikio against the carried install tree
-# (build/install, from cmake --install), then its pytest suite with CuPy, from outside the repo.
+# (build/install, from cmake --install) into /tmp/ours, then its pytest suite with CuPy (zarr,
+# dask and numcodecs from /tmp/deps), from outside the repo.
 if [[ ${PY:-0} == 1 ]]; then
   CMAKE_PREFIX_PATH=$root/build/install timeout 300 python3 -m pip install --no-build-isolation \
-    --no-deps -v "$root/python/kvikio" >"$OUT/pip.log" 2>&1 || status=1
+    --no-deps --target /tmp/ours -v "$root/python/kvikio" >"$OUT/pip.log" 2>&1 || status=1
   tail -n 5 "$OUT/pip.log"
-  (cd /tmp && timeout 200 python3 -m pytest -q -p no:cacheprovider -rs "$root/python/kvikio/tests") \
+  export PYTHONPATH=/tmp/ours${PYTHONPATH:+:$PYTHONPATH}
+  (cd /tmp && timeout 300 python3 -m pytest -q -p no:cacheprovider -rs "$root/python/kvikio/tests") \
     >"$OUT/pytest.log" 2>&1 || status=1
   tail -n 15 "$OUT/pytest.log"
 fi
@@ -71,12 +77,10 @@ if [[ ${UPSTREAM:-0} == 1 ]]; then
     done
   done | tee "$OUT/upstream-cpp.txt"
   kill "$webhdfs" 2>/dev/null
-  # boto3 and moto for test_s3_io, ahead of the S3 test server's botocore (pylib); this
-  # machine's own cryptography and cffi are used.
-  python3 -c "import cryptography, cffi; print('cryptography', cryptography.__version__)" \
-    >"$OUT/upstream-python-packages.txt" 2>&1
-  (cd "$up/python" && PYTHONPATH=$up/motolib${PYTHONPATH:+:$PYTHONPATH} timeout 420 python3 -m pytest \
-    -q -p no:cacheprovider -rfEs --continue-on-collection-errors .) >"$OUT/upstream-pytest.log" 2>&1
+  # Upstream's suite, on our package (PY=1) and /tmp/deps (boto3, moto, zarr, dask, ...);
+  # zarr's store tests are coroutines, as in upstream's pytest configuration.
+  (cd "$up/python" && timeout 420 python3 -m pytest -q -p no:cacheprovider -rfEs \
+    -o asyncio_mode=auto --continue-on-collection-errors .) >"$OUT/upstream-pytest.log" 2>&1
   tail -n 40 "$OUT/upstream-pytest.log"
 fi
 if [[ ${DEMO:-1} == 1 ]]; then

@@ -3,8 +3,9 @@
 #
 # Side by side with upstream KvikIO, on the GPU machine (device tool), from the repository root
 # with build/install and .device-run carried (ci/device-bundle.sh, then ci/upstream-harness.sh):
-# the same public-API harnesses compiled against each library, interleaved (upstream, ours,
-# upstream, ours) for ROUNDS rounds (2), in one run:
+# the same public-API harnesses compiled against each library (upstream's: its released
+# libkvikio-cu13 wheel), interleaved (upstream, ours, upstream, ours) for ROUNDS rounds (2), in
+# one run:
 #   local   pread of a hot 8 GiB file (LOCAL_SIZE) into device and pinned host memory, 4 MiB
 #           tasks, threads THREADS (1,2,4,8,16), medians of 5, KVIKIO_COMPAT_MODE=ON;
 #   remote  RemoteHandle::pread of a 2 GiB object from loopback nginx (8 workers, sendfile),
@@ -36,6 +37,11 @@ status=0
 for v in $(env | sed -n 's/^\(KVIKIO_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  host cores: $(nproc)" | tee -a "$OUT/gpu.txt"
+# Upstream's released libraries, where its binaries look for them (ci/upstream-harness.sh).
+if [[ ! -d /tmp/upstream/libkvikio ]]; then
+  mkdir -p /tmp/upstream && tar -C /tmp/upstream -xJf "$root/.device-run/python/upstream.tar.xz"
+fi
+tee -a "$OUT/gpu.txt" <"$cmp/upstream/VERSION"
 
 file=$work/hot.bin
 head -c "${LOCAL_SIZE:-8589934592}" /dev/urandom >"$file"

@@ -12,7 +12,6 @@
 #             fails for us from one that fails on that machine for upstream too
 #   lib/      the CUDA runtime those tests link (GoogleTest is linked statically)
 #   upstream-lib/ upstream's libkvikio.so, from the anchor
-#   motolib/  boto3 and moto's S3 server for upstream's test_s3_io (see below)
 # UPSTREAM_GIT: a git directory of rapidsai/kvikio (the search tool's `fetch` gives one), default
 # /work/.mirror/rapidsai+kvikio/repo; its HEAD is used (the anchor's commit, 2e98113d).
 # Nothing of upstream goes into the repository: .device-run is ignored by git.
@@ -65,29 +64,5 @@ while read -r name sources; do
 done <"$out/tests.txt"
 strip "$out"/ours/* "$out"/upstream/*_TEST 2>/dev/null || true
 
-# test_s3_io needs boto3 and moto's S3 server, which the GPU machine's Python lacks: the pure-Python
-# part of what they import, from the python3 first on PATH here (where they are installed), with
-# only S3's botocore data and moto's S3 backend and what it loads. cryptography and cffi are left
-# to that machine's Python (their compiled parts are built for this Python's version).
-site=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-if [[ -d $site/moto && -d $site/boto3 ]]; then
-  mkdir -p "$out/motolib"
-  for m in blinker boto3 botocore certifi charset_normalizer click colorama dateutil flask flask_cors \
-    idna itsdangerous jinja2 jmespath markupsafe moto requests responses s3transfer six.py \
-    typing_extensions.py urllib3 werkzeug xmltodict.py yaml; do
-    cp -r "$site/$m" "$out/motolib/"
-  done
-  cp -r "$site"/{moto,boto3,botocore,flask,werkzeug}-*.dist-info "$out/motolib/"
-  find "$out/motolib/botocore/data" -mindepth 1 -maxdepth 1 -type d ! -name s3 -exec rm -rf {} +
-  keep=" __init__.py backend_index.py backends.py cloudwatch core events iam instance_metadata moto_api
-    moto_proxy moto_server packages proxy.py s3 s3bucket_path s3control s3tables server.py
-    settings.py sts utilities "
-  for entry in "$out"/motolib/moto/*; do
-    [[ $keep == *" $(basename "$entry") "* ]] || rm -rf "$entry"
-  done
-  find "$out/motolib" \( -name __pycache__ -o -name "*.so" \) -prune -exec rm -rf {} +
-else
-  echo "no boto3 and moto for the python3 on PATH: test_s3_io will not run on the GPU machine"
-fi
 echo "$built of $(wc -l <"$out/tests.txt") upstream test programs built against this project"
 du -sh "$out"
