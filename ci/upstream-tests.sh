@@ -5,6 +5,8 @@
 # machine (ci/gpu-run.sh UPSTREAM=1), in .device-run/upstream-tests/ (git-ignored, carried there):
 #   python/   upstream's Python suite (python/kvikio/tests), run against our pip-installed package
 #   examples/ upstream's Python examples, which its test_examples.py runs
+#   kvikio/benchmarks/  upstream's benchmark scripts, which its test_benchmarks.py runs (against
+#             the installed package, ours) from beside the tests, as in upstream's tree
 #   src/      upstream's C++ tests (cpp/tests)
 #   ours/     each C++ test file that includes only headers we install, built against this
 #             project's install tree (cmake --install build/release --prefix build/install)
@@ -26,9 +28,11 @@ rm -rf "$out"
 mkdir -p "$out/python" "$out/src" "$out/ours" "$out/upstream" "$out/lib" "$out/upstream-lib"
 # The Python tests, and beside them the examples that test_examples.py imports from ../examples.
 git --git-dir="$git_dir" archive HEAD python/kvikio/tests | tar -x -C "$out/python" --strip-components=3
-mkdir -p "$out/examples"
+mkdir -p "$out/examples" "$out/kvikio/benchmarks"
 git --git-dir="$git_dir" archive HEAD python/kvikio/examples |
   tar -x -C "$out/examples" --strip-components=3
+git --git-dir="$git_dir" archive HEAD python/kvikio/kvikio/benchmarks |
+  tar -x -C "$out/kvikio/benchmarks" --strip-components=4
 git --git-dir="$git_dir" archive HEAD cpp/tests | tar -x -C "$out/src" --strip-components=2
 cuda=/usr/local/cuda
 cp -L "$cuda/lib64/libcudart.so.13" "$out/lib/"
