@@ -85,11 +85,12 @@ struct Served {
       case Peer::Moto: {
         moto = std::make_unique<kvikio::test::MotoS3Server>();
         moto->put(encoded, content);
-        kvikio::test::EnvGuard const env{{"AWS_DEFAULT_REGION", kvikio::test::MotoS3Server::region},
-                                         {"AWS_ACCESS_KEY_ID", kvikio::test::MotoS3Server::access_key},
-                                         {"AWS_SECRET_ACCESS_KEY", kvikio::test::MotoS3Server::secret},
-                                         {"AWS_ENDPOINT_URL", moto->endpoint()},
-                                         {"AWS_SESSION_TOKEN", std::nullopt}};
+        kvikio::test::EnvGuard const env{
+          {"AWS_DEFAULT_REGION", kvikio::test::MotoS3Server::region},
+          {"AWS_ACCESS_KEY_ID", kvikio::test::MotoS3Server::access_key},
+          {"AWS_SECRET_ACCESS_KEY", kvikio::test::MotoS3Server::secret},
+          {"AWS_ENDPOINT_URL", moto->endpoint()},
+          {"AWS_SESSION_TOKEN", std::nullopt}};
         handle.emplace(
           RemoteHandle::open(std::string{"s3://"} + kvikio::test::MotoS3Server::bucket + "/" + as));
         expected_type = RemoteEndpointType::S3;

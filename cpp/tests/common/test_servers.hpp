@@ -66,8 +66,8 @@ class PythonServer {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
       throw std::runtime_error("the test server did not start (" + test_python() + " " + script +
-                               "; ci/install-deps.sh installs what it imports): it said \"" +
-                               line + "\"");
+                               "; ci/install-deps.sh installs what it imports): it said \"" + line +
+                               "\"");
     }
   }
   ~PythonServer()
@@ -137,9 +137,8 @@ class S3SigV4Server : public PythonServer {
   [[nodiscard]] static std::string presign(std::string const& url,
                                            std::string const& signing_secret = secret)
   {
-    std::string const command = "'" + test_python() + "' '" +
-                                std::string{KVIKIO_TEST_SERVERS_DIR} + "/s3_sigv4.py' presign '" +
-                                url + "' '" + signing_secret + "'";
+    std::string const command = "'" + test_python() + "' '" + std::string{KVIKIO_TEST_SERVERS_DIR} +
+                                "/s3_sigv4.py' presign '" + url + "' '" + signing_secret + "'";
     FILE* out = ::popen(command.c_str(), "r");
     if (out == nullptr) { throw std::runtime_error("popen failed: " + command); }
     std::string presigned;
