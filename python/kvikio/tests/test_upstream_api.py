@@ -366,18 +366,32 @@ def test_benchmarks_front_ends(tmp_path, capsys):
     from kvikio.benchmarks import http_io, single_node_io, zarr_io
 
     single_node_io.run(["-n", "2MiB", "-d", str(tmp_path), "-t", "2", "--nruns", "2",
-                        "--api", "cufile", "cufile-mf", "cufile-ma", "cufile-mfma", "posix"])
+                        "--api", "cufile", "cufile-mf", "cufile-ma", "cufile-mfma", "posix",
+                        "zarr"])
     out = capsys.readouterr().out
     assert "Roundtrip benchmark" in out and "nthreads          | 2" in out
-    for api in ("cufile", "cufile-mf", "cufile-ma", "cufile-mfma", "posix"):
+    for api in ("cufile", "cufile-mf", "cufile-ma", "cufile-mfma", "posix", "zarr"):
         assert f"{api} read" in out and f"{api} write" in out
     args = http_io.parse_args(["-n", "100000", "--api", "numpy", "--bundled-server-lifetime",
                                "60"])
     http_io.main(args)
     assert "numpy-read" in capsys.readouterr().out
     assert zarr_io.parse_args([]).api == ("kvikio", "posix")
+    zarr_io.main(zarr_io.parse_args(["-n", "1MiB", "--chunksize", "256KiB", "-d", str(tmp_path)]))
+    out = capsys.readouterr().out
+    assert "kvikio read" in out and "posix write" in out and "chunksize         | 262144" in out
     with pytest.raises(SystemExit):
         single_node_io.parse_args(["--api", "nonsense"])
+
+
+def test_s3_benchmark_with_the_bundled_server(capsys, monkeypatch):
+    from kvikio.benchmarks import s3_io
+
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    s3_io.run(["-n", "100000", "--use-bundled-server", "--api", "numpy", "--nruns", "2"])
+    out = capsys.readouterr().out
+    assert "nelem       | 100000" in out and "numpy-read" in out
+    assert "AWS_ENDPOINT_URL" not in os.environ  # the server's address went with it
 
 
 def test_stream_registration_and_raw_async(device, tmp_path):

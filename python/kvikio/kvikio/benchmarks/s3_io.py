@@ -1,15 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
 """S3 read benchmark (upstream's ``s3_io``): ``RemoteFile.open_s3_url("s3://<bucket>/data")``
 + ``read``, credentials and server from the AWS_* environment (``AWS_ENDPOINT_URL`` for a
-local server such as MinIO). The object is uploaded first with boto3 where it is importable;
-otherwise it must exist, holding ``--nelem`` items of ``--dtype`` (``numpy.arange``).
+local server such as MinIO), or, with ``--use-bundled-server``, moto's S3 server started here on
+loopback (slow: for trying the benchmark, not for measuring S3). The object is uploaded first
+with boto3 where it is importable; otherwise it must exist, holding ``--nelem`` items of
+``--dtype`` (``numpy.arange``).
 
     AWS_ENDPOINT_URL=http://127.0.0.1:9000 python -m kvikio.benchmarks.s3_io -n 100000000 -t 8
+    python -m kvikio.benchmarks.s3_io --use-bundled-server -n 1000000
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import time
 
@@ -23,6 +27,34 @@ from kvikio.benchmarks.utils import (
     format_bytes,
     pprint_api_res,
 )
+
+
+@contextlib.contextmanager
+def bundled_server():
+    """moto's S3 server (``moto[server]``) on a free loopback port for the life of the block, as
+    AWS_ENDPOINT_URL, with test credentials where none are set."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    env = {"AWS_ENDPOINT_URL": "http://127.0.0.1:%d" % server.get_host_and_port()[1],
+           "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "kvikio-bench-key"),
+           "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "kvikio-bench-secret"),
+           "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1")}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        server.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _upload(args, src) -> None:
@@ -81,19 +113,17 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description="Roundtrip benchmark")
     add_array_arguments(parser)
     parser.add_argument("--use-bundled-server", action="store_true",
-                        help="Upstream starts a moto server; this package has none: use "
-                             "AWS_ENDPOINT_URL with a local S3 server instead.")
+                        help="Start and use a local (slow) S3 server: moto's, which needs "
+                             "moto[server] and boto3.")
     parser.add_argument("--bundled-server-lifetime", metavar="SECONDS", default=3600, type=int,
-                        help="Lifetime of the bundled server (unused here).")
+                        help="Upper bound on the bundled server's life (default: %(default)s); "
+                             "here it stops when the benchmark ends.")
     parser.add_argument("--bucket", metavar="NAME", default="kvikio-s3-benchmark",
                         help="Name of the AWS S3 bucket to use (default: %(default)s).")
     parser.add_argument("--api", metavar="API", default="all", nargs="+",
                         choices=tuple(API.keys()) + UNSUPPORTED + ("all",),
                         help="List of APIs to use {%(choices)s} (default: %(default)s).")
     args = parser.parse_args(argv)
-    if args.use_bundled_server:
-        parser.error("--use-bundled-server needs moto, which this package does not use; set "
-                     "AWS_ENDPOINT_URL to a local S3 server (MinIO, s3rver) instead")
     if isinstance(args.api, str):
         args.api = [args.api]
     if "all" in args.api:
@@ -101,5 +131,11 @@ def parse_args(argv=None):
     return args
 
 
+def run(argv=None) -> None:
+    args = parse_args(argv)
+    with bundled_server() if args.use_bundled_server else contextlib.nullcontext():
+        main(args)
+
+
 if __name__ == "__main__":
-    main(parse_args())
+    run()
