@@ -33,7 +33,9 @@ else
   exclude+="|S3|Moto"
 fi
 if [[ -f $root/.device-run/python/upstream.tar.xz ]]; then
-  mkdir -p /tmp/upstream && tar -C /tmp/upstream -xJf "$root/.device-run/python/upstream.tar.xz"
+  # shellcheck source=ci/released-upstream.sh
+  source "$root/ci/released-upstream.sh"
+  unpack_released_upstream "$root"
 fi
 echo "ctest excludes: $exclude" | tee "$OUT/excluded.txt"
 # The python label: the extension built here is for this machine's /usr/bin/python3; PY=1 below

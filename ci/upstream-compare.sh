@@ -37,10 +37,9 @@ status=0
 for v in $(env | sed -n 's/^\(KVIKIO_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  host cores: $(nproc)" | tee -a "$OUT/gpu.txt"
-# Upstream's released libraries, where its binaries look for them (ci/upstream-harness.sh).
-if [[ ! -d /tmp/upstream/libkvikio ]]; then
-  mkdir -p /tmp/upstream && tar -C /tmp/upstream -xJf "$root/.device-run/python/upstream.tar.xz"
-fi
+# shellcheck source=ci/released-upstream.sh
+source "$root/ci/released-upstream.sh"
+unpack_released_upstream "$root"
 tee -a "$OUT/gpu.txt" <"$cmp/upstream/VERSION"
 
 file=$work/hot.bin
