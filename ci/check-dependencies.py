@@ -110,7 +110,7 @@ def shell_array(text, name):
             code, in_array, arrays = m.group(1), True, arrays + 1
         if ")" in code:
             code, in_array = code.split(")", 1)[0], False
-        words += code.split()
+        words += [w.strip("\"'") for w in code.split()]
     return words if arrays else None
 
 

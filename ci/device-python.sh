@@ -4,10 +4,12 @@
 # Fills .device-run/python/ (git-ignored, carried to the GPU machine) with the PyPI packages that
 # machine's Python 3.12 lacks and cannot fetch, as installed trees packed with xz (the wheels
 # alone exceed what a call carries):
-#   deps.tar.xz      what the tests need there: moto's S3 server and boto3 (botocore with only
-#                    its S3 and STS models), zarr, numcodecs, dask, distributed, pytest-asyncio,
-#                    rangehttpserver (upstream's test_http_io), at the versions of
-#                    ci/pypi-constraints.txt
+#   deps.tar.xz      what the tests need there and that machine lacks: moto's S3 server and
+#                    boto3 (botocore with only its S3 and STS models), zarr, numcodecs, dask,
+#                    distributed, pytest-asyncio, at the versions of ci/pypi-constraints.txt, and
+#                    rangehttpserver (upstream's test_http_io; not a dependency of ours). What
+#                    they need beside these (werkzeug, jinja2, requests, numpy, toolz, psutil,
+#                    ...) is taken from that machine's Python as it is.
 #   upstream.tar.xz  upstream's released packages, the yardstick: kvikio-cu13 and libkvikio-cu13
 #                    (UPSTREAM_VERSION, default 26.10.0) and rapids-logger, which libkvikio loads
 # ci/gpu-run.sh unpacks them to /tmp/deps and /tmp/upstream. Wheels are kept in
@@ -40,8 +42,8 @@ deps=($(pinned moto boto3 botocore s3transfer jmespath xmltodict responses flask
   rangehttpserver==1.4.0)
 upstream=(kvikio-cu13=="$upstream_version" libkvikio-cu13=="$upstream_version" rapids-logger==0.3.0)
 
-# install_tree <folder> <pins...>: the wheels of the pins, installed (no dependencies: the
-# lists above are whole) into a fresh folder for Python 3.12 on x86-64.
+# install_tree <folder> <pins...>: the wheels of the pins, installed without their dependencies
+# (the lists above name what that machine lacks) into a fresh folder for Python 3.12 on x86-64.
 install_tree() {
   local dir=$1
   shift

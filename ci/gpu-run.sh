@@ -28,7 +28,7 @@ rm -f build/release/cudasim/libcuda.so*
 exclude="injected_failure|shared_hardware_queue|project\\."
 if [[ -f $root/.device-run/python/deps.tar.xz ]]; then
   mkdir -p /tmp/deps && tar -C /tmp/deps -xJf "$root/.device-run/python/deps.tar.xz"
-  export PYTHONPATH=/tmp/deps${PYTHONPATH:+:$PYTHONPATH} KVIKIO_TEST_PYTHON=python3
+  export PYTHONPATH=/tmp/deps${PYTHONPATH:+:$PYTHONPATH} KVIKIO_TEST_PYTHON=$(command -v python3)
 else
   exclude+="|S3|Moto"
 fi
@@ -38,8 +38,8 @@ if [[ -f $root/.device-run/python/upstream.tar.xz ]]; then
   unpack_released_upstream "$root"
 fi
 echo "ctest excludes: $exclude" | tee "$OUT/excluded.txt"
-# The python label: the extension built here is for this machine's /usr/bin/python3; PY=1 below
-# builds the package there with pip instead.
+# The python label: the extension built here is for this machine's venv (Python 3.11); PY=1
+# below builds the package there with pip instead.
 if [[ ${TESTS:-1} == 1 ]]; then
   timeout 400 ctest --test-dir build/release -j 8 --output-on-failure --timeout 120 \
     -LE "device-jitter|python|simulator" -E "$exclude" >"$OUT/ctest.log" 2>&1 || status=1
@@ -86,7 +86,7 @@ if [[ ${UPSTREAM:-0} == 1 ]]; then
   if ! python3 -c "import cuda.cuda" 2>/dev/null && python3 -c "import cuda.bindings.driver"; then
     mkdir -p /tmp/cuda-shim/cuda
     echo "from cuda.bindings.driver import *  # noqa: F403" >/tmp/cuda-shim/cuda/cuda.py
-    export PYTHONPATH=$PYTHONPATH:/tmp/cuda-shim
+    export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}/tmp/cuda-shim
   fi
   (cd "$up/python" && timeout 420 python3 -m pytest -q -p no:cacheprovider -rfEs \
     -o asyncio_mode=auto --junitxml="$OUT/upstream-pytest.xml" --continue-on-collection-errors .) \

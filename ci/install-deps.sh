@@ -26,7 +26,7 @@ packages=(
   clang                 # compiles the libFuzzer targets of cpp/fuzz
   libclang-rt-14-dev    # libFuzzer and the sanitizer runtimes for clang
   nginx-light           # the real HTTP server of the remote I/O tests
-  python3               # Debian's /usr/bin/python3: the test servers, ci/check-dependencies.py
+  python3               # Debian's /usr/bin/python3: the venv below, ci/check-dependencies.py
   python3-yaml          # ci/check-dependencies.py reads dependencies.yaml
   python3-venv          # the virtual environment of the PyPI packages (below)
   python3-matplotlib    # docs/benchmarks/plot.py (Debian's /usr/bin/python3)
@@ -59,7 +59,7 @@ fi
 # different days get the same packages. A stamp of the pins in the environment makes a second run
 # a no-op that needs no network.
 pypi_packages=(
-  moto[server]==5.2.5   # the S3 protocol peer of the remote I/O tests (moto_server on loopback)
+  "moto[server]==5.2.5" # the S3 protocol peer of the remote I/O tests (moto_server on loopback)
   zarr==3.1.6           # kvikio.zarr.GDSStore and its tests (zarr.testing.store.StoreTests)
   numcodecs==0.16.6     # kvikio.numcodecs and the codecs of zarr
   dask==2026.8.0        # the Dask example and its test (docs/dask.md)

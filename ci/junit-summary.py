@@ -11,7 +11,8 @@ import xml.etree.ElementTree as ET
 def main(path):
     counts = collections.defaultdict(lambda: [0, 0, 0])
     for case in ET.parse(path).iter("testcase"):
-        module = case.get("classname", "").split(".")[0] or "?"
+        # A collection error has no class name; its name is the module's path.
+        module = (case.get("classname") or case.get("name", "?")).split(".")[0].split("/")[-1]
         kinds = {child.tag for child in case}
         slot = 1 if kinds & {"failure", "error"} else 2 if "skipped" in kinds else 0
         counts[module][slot] += 1

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # The Python side by side on the GPU machine: the same scripts run against upstream's released
-# kvikio-cu13 (unpacked to /tmp/upstream by ci/gpu-run.sh) and against this project's package
+# kvikio-cu13 (unpacked to /tmp/upstream) and against this project's package
 # (/tmp/ours, installed by PY=1 ci/gpu-run.sh), both with /tmp/deps, interleaved for ROUNDS (2)
 # rounds, the order alternating between rounds:
 #   single_node_io  upstream's own benchmarks/single_node_io.py (from its wheel, the same file
@@ -18,7 +18,12 @@ root=$PWD
 log=$OUT/python-compare.log
 for v in $(env | sed -n 's/^\(KVIKIO_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 work=$(mktemp -d /tmp/kvikio-pycompare.XXXX)
+trap 'rm -rf "$work"' EXIT
 status=0
+# shellcheck source=ci/released-upstream.sh
+source "$root/ci/released-upstream.sh"
+unpack_released_upstream "$root"
+[[ -d /tmp/ours/kvikio ]] || { echo "/tmp/ours is missing: run PY=1 ci/gpu-run.sh first" >&2; exit 1; }
 cp /tmp/upstream/kvikio/benchmarks/single_node_io.py "$work/single_node_io.py"
 head -c 4294967296 /dev/urandom >"$work/hot.bin"
 cat "$work/hot.bin" >/dev/null
@@ -40,6 +45,5 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     done
   done
 done
-rm -rf "$work"
 grep -E "^(=== round|\+ |pyreader|cufile (read|write)|posix (read|write)|GPU  )" "$log"
 exit $status

@@ -32,8 +32,14 @@ def buffers(mem, count, size):
     return [numpy.empty(size, dtype="u1") for _ in range(count)]
 
 
-def caller(f, bufs, size, file_size, seconds, seed, counts, index):
-    rng = random.Random(seed)
+def caller(f, bufs, size, file_size, seconds, seed, counts, errors, index):
+    try:
+        counts[index] = reads(f, bufs, size, file_size, seconds, random.Random(seed))
+    except BaseException as e:  # reported by main, which fails
+        errors.append(e)
+
+
+def reads(f, bufs, size, file_size, seconds, rng):
     deadline = time.perf_counter() + seconds
     done = 0
     futures = [f.pread(b, size, rng.randrange(0, file_size - size)) for b in bufs]
@@ -45,7 +51,7 @@ def caller(f, bufs, size, file_size, seconds, seed, counts, index):
             futures[i] = f.pread(bufs[i], size, rng.randrange(0, file_size - size))
     for fut in futures:
         fut.get()
-    counts[index] = done
+    return done
 
 
 def main(argv):
@@ -56,9 +62,9 @@ def main(argv):
         file_size = os.path.getsize(path)
         for size in (int(s) for s in sizes.split(",")):
             bufs = [buffers(mem, depth, size) for _ in range(callers)]
-            counts = [0] * callers
-            threads = [threading.Thread(target=caller, args=(f, bufs[c], size, file_size,
-                                                              seconds, 1000 + c, counts, c))
+            counts, errors = [0] * callers, []
+            threads = [threading.Thread(target=caller, args=(f, bufs[c], size, file_size, seconds,
+                                                              1000 + c, counts, errors, c))
                        for c in range(callers)]
             t0 = time.perf_counter()
             for t in threads:
@@ -66,6 +72,8 @@ def main(argv):
             for t in threads:
                 t.join()
             elapsed = time.perf_counter() - t0
+            if errors:
+                raise errors[0]
             rate = sum(counts) / elapsed
             # One caller, one read at a time: the latency of a synchronous read.
             rng = random.Random(7)

@@ -47,16 +47,18 @@ class PythonServer {
     int out[2];
     if (::pipe(out) != 0) { throw std::runtime_error("pipe failed"); }
     std::string const script = std::string{KVIKIO_TEST_SERVERS_DIR} + "/" + script_name;
+    // Made before fork(): the child of a multi-threaded process only execs. A name without a
+    // slash ("python3") is looked up on PATH.
+    std::string const python = test_python();
     pid_                     = ::fork();
     if (pid_ == 0) {
       ::dup2(out[1], STDOUT_FILENO);
-      std::string const python = test_python();
-      ::execl(python.c_str(),
-              python.c_str(),
-              script.c_str(),
-              "0",
-              arg.c_str(),
-              static_cast<char*>(nullptr));
+      ::execlp(python.c_str(),
+               python.c_str(),
+               script.c_str(),
+               "0",
+               arg.c_str(),
+               static_cast<char*>(nullptr));
       ::_exit(127);
     }
     ::close(out[1]);

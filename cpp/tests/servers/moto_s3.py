@@ -25,7 +25,8 @@ def main():
     server.start()
     port = server.get_host_and_port()[1]
     create = urllib.request.Request(f"http://127.0.0.1:{port}/{bucket}", method="PUT")
-    with urllib.request.urlopen(create, timeout=10) as answer:
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no http_proxy
+    with direct.open(create, timeout=10) as answer:
         if answer.status != 200:
             sys.exit(f"moto_s3.py: creating bucket {bucket} answered HTTP {answer.status}")
     print(f"ready {port}", flush=True)

@@ -29,7 +29,8 @@ import kvikio.defaults
 
 class KvikIOSettings(WorkerPlugin):
     """KvikIO's settings in every worker process (upstream's names: ``num_threads``,
-    ``task_size``, ...), applied once when the worker starts, before any task runs."""
+    ``task_size``, ...), applied once per worker: at registration on the workers running then
+    (``register_plugin`` returns after), at start on those that join later."""
 
     def __init__(self, **settings):
         self.settings = settings
@@ -39,8 +40,9 @@ class KvikIOSettings(WorkerPlugin):
             kvikio.defaults.set(name, value)
 
 
-def _is_url(source: str) -> bool:
-    return "://" in source
+def _open(source: str):
+    """A URL (http(s), s3, webhdfs...) as a kvikio.RemoteFile, a path as a kvikio.CuFile."""
+    return kvikio.RemoteFile.open(source) if "://" in source else kvikio.CuFile(source, "r")
 
 
 def read_range(source: str, offset: int, nbytes: int, gpu: int | None = None) -> str:
@@ -52,10 +54,11 @@ def read_range(source: str, offset: int, nbytes: int, gpu: int | None = None) ->
     else:
         import cupy
 
-        with cupy.cuda.Device(gpu):
-            buf = cupy.empty(nbytes, dtype=np.uint8)
-    opened = kvikio.RemoteFile.open(source) if _is_url(source) else kvikio.CuFile(source, "r")
-    with opened as f:
+        # The worker's GPU stays current on this thread (a `with Device()` block would make
+        # device 0 current again on leaving, creating a context there in every worker).
+        cupy.cuda.Device(gpu).use()
+        buf = cupy.empty(nbytes, dtype=np.uint8)
+    with _open(source) as f:
         got = f.pread(buf, nbytes, offset).get()
     if got != nbytes:
         raise OSError(f"{source}: read {got} of {nbytes} bytes at offset {offset}")
@@ -74,6 +77,7 @@ def read_ranges(client: Client, jobs: list[tuple[str, int, int]], gpus: int = 0)
 
     With ``gpus`` > 0, the workers (sorted by name) read into GPU 0, 1, ..., gpus - 1, 0, ...:
     one worker per GPU when there are as many workers as GPUs."""
+    client.wait_for_workers(1)
     workers = sorted(client.scheduler_info(n_workers=-1)["workers"].items(),
                      key=lambda item: str(item[1]["name"]))
     futures = []
@@ -86,8 +90,7 @@ def read_ranges(client: Client, jobs: list[tuple[str, int, int]], gpus: int = 0)
 
 
 def source_size(source: str) -> int:
-    opened = kvikio.RemoteFile.open(source) if _is_url(source) else kvikio.CuFile(source, "r")
-    with opened as f:
+    with _open(source) as f:
         return f.nbytes()
 
 

@@ -32,7 +32,8 @@ from kvikio.benchmarks.utils import (
 @contextlib.contextmanager
 def bundled_server():
     """moto's S3 server (``moto[server]``) on a free loopback port for the life of the block, as
-    AWS_ENDPOINT_URL, with test credentials where none are set."""
+    AWS_ENDPOINT_URL, with credentials of its own: the caller's AWS_* credentials, session
+    token and profile are set aside meanwhile, so none of them is sent to it."""
     import logging
 
     from moto.server import ThreadedMotoServer
@@ -41,11 +42,13 @@ def bundled_server():
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     env = {"AWS_ENDPOINT_URL": "http://127.0.0.1:%d" % server.get_host_and_port()[1],
-           "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "kvikio-bench-key"),
-           "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "kvikio-bench-secret"),
-           "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1")}
-    saved = {k: os.environ.get(k) for k in env}
+           "AWS_ACCESS_KEY_ID": "kvikio-bench-key", "AWS_SECRET_ACCESS_KEY": "kvikio-bench-secret",
+           "AWS_DEFAULT_REGION": "us-east-1"}
+    unset = ("AWS_SESSION_TOKEN", "AWS_PROFILE")
+    saved = {k: os.environ.get(k) for k in (*env, *unset)}
     os.environ.update(env)
+    for k in unset:
+        os.environ.pop(k, None)
     try:
         yield
     finally:
