@@ -87,12 +87,63 @@ TEST(RemoteEndpoints, UrlForms)
   EXPECT_EQ(by_parts.str(), "http://nn:9870/webhdfs/v1/dir/a%20b.bin");
 }
 
+// What S3 pastes into a host name, a signature scope or a path is checked first: a crafted
+// region, bucket or endpoint would send the signed request elsewhere or name another object.
+TEST(RemoteEndpoints, S3PartsAreValidatedBeforeARequestIsBuilt)
+{
+  kvikio::test::EnvGuard const env{{"AWS_ENDPOINT_URL", std::nullopt},
+                                   {"AWS_DEFAULT_REGION", std::nullopt}};
+  EXPECT_EQ(kvikio::S3Endpoint::url_from_bucket_and_object("b-1.x", "k", "eu-west-3", {}),
+            "https://b-1.x.s3.eu-west-3.amazonaws.com/k");
+  EXPECT_NO_THROW(kvikio::S3Endpoint("http://127.0.0.1:9/b/k", "my_Region-2", "id", "secret"));
+  for (std::string region : {"evil.com/", "us-east-1.evil.com", "x@y", "us-east-1:s3", "a b", ""}) {
+    EXPECT_THROW(kvikio::S3Endpoint::url_from_bucket_and_object("b", "k", region, {}),
+                 std::invalid_argument)
+      << region;
+    EXPECT_THROW(kvikio::S3Endpoint("http://127.0.0.1:9/b/k", region, "id", "secret"),
+                 std::invalid_argument)
+      << region;
+  }
+  for (std::string bucket :
+       {std::string{"evil.com/x"}, {"a?b"}, {"a#b"}, {"a@b"}, {"a b"}, std::string(64, 'a')}) {
+    EXPECT_THROW(kvikio::S3Endpoint::url_from_bucket_and_object(bucket, "k", "us-east-1", {}),
+                 std::invalid_argument)
+      << bucket;
+  }
+  for (std::string endpoint : {"http://127.0.0.1:9/?x=1", "http://127.0.0.1:9/#f"}) {
+    try {
+      (void)kvikio::S3Endpoint::url_from_bucket_and_object("b", "k", {}, endpoint);
+      ADD_FAILURE() << endpoint << " was taken";
+    } catch (std::invalid_argument const& e) {
+      EXPECT_NE(std::string{e.what()}.find("query or fragment"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(kvikio::S3Endpoint::url_from_bucket_and_object("b", "k", {}, "http://h:9/base/"),
+            "http://h:9/base/b/k");
+}
+
 TEST(RemoteEndpoints, WebHdfsLengthParser)
 {
   EXPECT_EQ(
     kvikio::detail::parse_webhdfs_length(R"({"FileStatus":{"length": 1234,"type":"FILE"}})"),
     1234U);
-  for (auto bad : {"", "{}", R"({"length":"12"})", R"({"length":-1})", R"({"length":})"}) {
+  EXPECT_EQ(kvikio::detail::parse_webhdfs_length(
+              R"({"FileStatus":{"ecPolicyObj":{"length":7,"s":"}\"{"},"length" : 99 }})"),
+            99U);  // its own "length", not one of a nested object (or inside a string)
+  for (auto bad : {"",
+                   "{}",
+                   R"({"length":"12"})",
+                   R"({"length":-1})",
+                   R"({"length":})",
+                   R"({"length":1234})",  // not in FileStatus
+                   R"({"FileStatus":{"length":8.388621e6,"type":"FILE"}})",
+                   R"({"FileStatus":{"length":8388621e0}})",
+                   R"({"FileStatus":{"length":12abc}})",
+                   R"({"FileStatus":{"length":+12}})",
+                   R"({"FileStatus":{"length":-12}})",
+                   R"({"FileStatus":{"length":18446744073709551616}})",
+                   R"({"FileStatus":{"nested":{"length":5}}})",
+                   R"({"FileStatus":{"length":12)"}) {
     EXPECT_THROW(kvikio::detail::parse_webhdfs_length(bad), std::runtime_error) << bad;
   }
 }

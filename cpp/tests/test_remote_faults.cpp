@@ -234,6 +234,37 @@ TEST_F(Faults, CutConnectionAndShortBody)
   }
 }
 
+// An HTTP endpoint follows a redirect; a loop of them ends after libcurl's limit, reported as
+// such, not after thousands of requests.
+TEST_F(Faults, RedirectsAreFollowedAndALoopEnds)
+{
+  auto followed = handle_for(server_, "redirect/x");
+  ASSERT_EQ(followed.read(buf_.data() + 64, 3000, 5), 3000U);
+  for (std::size_t i = 0; i < 3000; ++i) {
+    ASSERT_EQ(buf_[64 + i], MisbehavingServer::byte(5 + i)) << i;
+  }
+  expect_guards(buf_, 3000);
+  std::fill(buf_.begin(), buf_.end(), poison);
+  auto loop        = handle_for(server_, "redirect-loop/x");
+  std::string what = error_of(loop, buf_, 100, 0);
+  EXPECT_NE(what.find("redirects"), std::string::npos) << what;
+  expect_guards(buf_, 0);
+}
+
+// A signed S3 request is not followed to a redirect's target (where its session token, a header
+// of ours, would go whatever the origin): the redirect is the answer, and an error.
+TEST_F(Faults, SignedS3RequestsDoNotFollowRedirects)
+{
+  RemoteHandle h{
+    std::make_unique<kvikio::S3Endpoint>(
+      server_.url("redirect/s3"), "us-east-1", "KVIKIOTEST", "kvikio-test", "a-session-token"),
+    obj_size};
+  std::string const what = error_of(h, buf_, 100, 0);
+  EXPECT_NE(what.find("307"), std::string::npos) << what;
+  EXPECT_EQ(what.find("a-session-token"), std::string::npos) << what;
+  expect_guards(buf_, 0);
+}
+
 // A one-byte range answered with the whole object: refused before a byte is written.
 TEST_F(Faults, WholeObjectAs206IsRefused)
 {

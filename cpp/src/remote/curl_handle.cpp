@@ -65,6 +65,9 @@ CurlHandle::CurlHandle(LibCurl::UniqueHandlePtr handle,
   setopt(CURLOPT_ERRORBUFFER, error_);
   setopt(CURLOPT_NOSIGNAL, 1L);
   setopt(CURLOPT_FOLLOWLOCATION, 1L);
+  // A redirect loop ends as "Number of redirects hit maximum amount", not after thousands of
+  // requests (libcurl's default has no limit).
+  setopt(CURLOPT_MAXREDIRS, 10L);
   setopt(CURLOPT_TIMEOUT, defaults::http_timeout());
   // CA bundle discovery, in libcurl's usual order of environment variables.
   if (auto bundle = detail::getenv_trimmed("CURL_CA_BUNDLE")) {

@@ -24,6 +24,23 @@ std::string from_arg_or_env(std::optional<std::string> value,
                               " isn't set.");
 }
 
+/// `region` itself, when it can only be a region name: letters, digits, '-' and '_' (AWS's are
+/// lowercase with '-'; S3-compatible servers name theirs freely). It is pasted into the host
+/// name and the signature scope, where a '.', '/', ':' or '@' would send the signed request
+/// elsewhere or sign it for another scope.
+std::string checked_region(std::string region)
+{
+  bool ok = !region.empty() && region.size() <= 64;
+  for (char const c : region) {
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_');
+  }
+  KVIKIO_EXPECT(ok,
+                "S3: the region \"" + region +
+                  "\" is not a region name (letters, digits, '-' and '_', such as us-east-1)",
+                std::invalid_argument);
+  return region;
+}
+
 // SHA-256 of the empty body: what every GET signs as its payload. Sent explicitly because S3
 // servers require the header and libcurl 7.88 does not add it.
 constexpr char const* empty_payload_sha256 =
@@ -38,7 +55,8 @@ S3Endpoint::S3Endpoint(std::string url,
                        std::optional<std::string> aws_session_token)
   : RemoteEndpoint{RemoteEndpointType::S3},
     url_{std::move(url)},
-    region_{from_arg_or_env(std::move(aws_region), "AWS_DEFAULT_REGION", "aws_region")},
+    region_{
+      checked_region(from_arg_or_env(std::move(aws_region), "AWS_DEFAULT_REGION", "aws_region"))},
     access_key_{from_arg_or_env(std::move(aws_access_key), "AWS_ACCESS_KEY_ID", "aws_access_key")},
     secret_{from_arg_or_env(
       std::move(aws_secret_access_key), "AWS_SECRET_ACCESS_KEY", "aws_secret_access_key")},
@@ -78,6 +96,13 @@ std::string S3Endpoint::url_from_bucket_and_object(std::string bucket_name,
   auto endpoint = aws_endpoint_url ? aws_endpoint_url : detail::getenv_trimmed("AWS_ENDPOINT_URL");
   std::string const object = detail::percent_encode(object_name);
   if (endpoint) {
+    // The bucket and object are appended to its path: a query or fragment would turn them
+    // into part of it, and the request would name another resource.
+    KVIKIO_EXPECT(endpoint->find_first_of("?#") == std::string::npos,
+                  "S3: the endpoint URL \"" + *endpoint +
+                    "\" (AWS_ENDPOINT_URL or aws_endpoint_url) has a query or fragment; it must "
+                    "be scheme://host[:port][/path]",
+                  std::invalid_argument);
     std::string base = *endpoint;
     while (!base.empty() && base.back() == '/') {
       base.pop_back();
@@ -85,7 +110,17 @@ std::string S3Endpoint::url_from_bucket_and_object(std::string bucket_name,
     return base + "/" + bucket_name + "/" + object;
   }
   std::string const region =
-    from_arg_or_env(std::move(aws_region), "AWS_DEFAULT_REGION", "aws_region");
+    checked_region(from_arg_or_env(std::move(aws_region), "AWS_DEFAULT_REGION", "aws_region"));
+  // The bucket becomes a label of the host name: only what a DNS-compatible bucket name has.
+  bool bucket_ok = bucket_name.size() <= 63;
+  for (char const c : bucket_name) {
+    bucket_ok = bucket_ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                              c == '.' || c == '_' || (c >= 'A' && c <= 'Z'));
+  }
+  KVIKIO_EXPECT(bucket_ok,
+                "S3: the bucket name \"" + bucket_name +
+                  "\" cannot be a host name label (letters, digits, '-', '.', '_'; at most 63)",
+                std::invalid_argument);
   return "https://" + bucket_name + ".s3." + region + ".amazonaws.com/" + object;
 }
 
@@ -122,6 +157,9 @@ void S3Endpoint::setopt(CurlHandle& curl)
   curl.setopt(CURLOPT_USERPWD, userpwd.c_str());
   curl.append_header(std::string{"x-amz-content-sha256: "} + empty_payload_sha256);
   if (session_token_) { curl.append_header("x-amz-security-token: " + *session_token_); }
+  // A signed request is not followed to a redirect's target: libcurl would send the session
+  // token (a header of ours) there, whatever its origin, and a signature is for one host.
+  curl.setopt(CURLOPT_FOLLOWLOCATION, 0L);
 }
 
 std::string S3Endpoint::str() const { return url_; }

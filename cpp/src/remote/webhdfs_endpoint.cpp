@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <string>
+#include <string_view>
 
 #include <kvikio/detail/env.hpp>
 #include <kvikio/detail/remote_callback.hpp>
@@ -43,23 +44,89 @@ std::size_t collect(char* data, std::size_t size, std::size_t nmemb, void* out) 
 }  // namespace
 
 namespace detail {
-std::size_t parse_webhdfs_length(std::string const& json)
+namespace {
+
+bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/// Index just past the JSON string that starts at `pos` (a '"'), or npos when it does not end.
+std::size_t after_string(std::string const& json, std::size_t pos)
 {
-  // {"FileStatus":{..., "length":1234, ...}}: find the key, then a plain decimal number.
-  auto const key  = json.find("\"length\"");
-  std::size_t pos = key == std::string::npos ? json.size() : key + 8;
-  while (pos < json.size() &&
-         (std::isspace(static_cast<unsigned char>(json[pos])) != 0 || json[pos] == ':')) {
+  for (++pos; pos < json.size(); ++pos) {
+    if (json[pos] == '\\') {
+      ++pos;
+    } else if (json[pos] == '"') {
+      return pos + 1;
+    }
+  }
+  return std::string::npos;
+}
+
+/// Index of the value of the member `key` of the object whose '{' is at `open`, that object's
+/// own member (not one of an object or array nested in it); npos when it has none.
+std::size_t member_value(std::string const& json, std::size_t open, std::string_view key)
+{
+  int depth = 0;
+  for (std::size_t pos = open; pos < json.size();) {
+    char const c = json[pos];
+    if (c == '"') {
+      std::size_t const end = after_string(json, pos);
+      if (end == std::string::npos) { return std::string::npos; }
+      std::size_t colon = end;
+      while (colon < json.size() && is_json_space(json[colon])) {
+        ++colon;
+      }
+      if (depth == 1 && colon < json.size() && json[colon] == ':' &&
+          std::string_view{json}.substr(pos + 1, end - pos - 2) == key) {
+        std::size_t value = colon + 1;
+        while (value < json.size() && is_json_space(json[value])) {
+          ++value;
+        }
+        return value;
+      }
+      pos = end;
+      continue;
+    }
+    if (c == '{' || c == '[') { ++depth; }
+    if (c == '}' || c == ']') {
+      if (--depth == 0) { return std::string::npos; }
+    }
     ++pos;
   }
+  return std::string::npos;
+}
+
+}  // namespace
+
+std::size_t parse_webhdfs_length(std::string const& json)
+{
+  // {"FileStatus":{..., "length":1234, ...}}: the "length" of the FileStatus object itself, a
+  // plain decimal integer ended by ',' or '}' (not 8.3e6, 12abc or -1), read strictly: a size
+  // read wrong would truncate or overrun every later read.
+  std::size_t value = std::string::npos;
+  if (auto const outer = json.find('{'); outer != std::string::npos) {
+    std::size_t const status = member_value(json, outer, "FileStatus");
+    if (status != std::string::npos && status < json.size() && json[status] == '{') {
+      value = member_value(json, status, "length");
+    }
+  }
   std::size_t length{};
-  auto const* begin    = json.data() + pos;
-  auto const [end, ec] = std::from_chars(begin, json.data() + json.size(), length);
-  if (key == std::string::npos || ec != std::errc{} || end == begin) {
+  bool ok = value != std::string::npos && value < json.size() && json[value] != '+';
+  if (ok) {
+    auto const* begin    = json.data() + value;
+    auto const [end, ec] = std::from_chars(begin, json.data() + json.size(), length);
+    std::size_t next     = static_cast<std::size_t>(end - json.data());
+    while (next < json.size() && is_json_space(json[next])) {
+      ++next;
+    }
+    ok = ec == std::errc{} && end != begin && next < json.size() &&
+         (json[next] == ',' || json[next] == '}');
+  }
+  if (!ok) {
     // Upstream's words (which name its regular expression), then ours.
     throw std::runtime_error(
       "Regular expression search failed. Cannot extract file length from the JSON response. "
-      "[KvikIO: WebHDFS GETFILESTATUS answer without a usable \"length\": " +
+      "[KvikIO: WebHDFS GETFILESTATUS answer without a usable FileStatus \"length\" (a "
+      "decimal integer): " +
       json.substr(0, 200) + "]");
   }
   return length;

@@ -18,6 +18,8 @@ the first path segment picks the behaviour:
                        the range one byte further
     /whole-as-206/...  answers every range with 206 and the whole object, its Content-Range
                        naming the whole (as some S3 servers answer "bytes=0-0")
+    /redirect/...      answers 307 to the same path under /ok/ (HEAD and GET)
+    /redirect-loop/... answers 307 to itself, forever
     /404/..., /403/... that status
 A path under /webhdfs/v1/ is the same behaviour spoken as WebHDFS: ?op=GETFILESTATUS answers
 the object's FileStatus (JSON), ?op=OPEN&offset=O&length=L answers 200 with those bytes.
@@ -79,6 +81,13 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(503, b"busy")
         if webhdfs:
             return self._webhdfs(dict(p.split("=", 1) for p in query.split("&") if "=" in p))
+        if kind in ("redirect", "redirect-loop"):
+            target = path if kind == "redirect-loop" else "/ok/" + "/".join(parts[1:])
+            self.send_response(307)
+            self.send_header("Location", target)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         first, last = parse_range(self.headers.get("Range"))
         body = DATA[first:last + 1]
         content_range = f"bytes {first}-{last}/{SIZE}"

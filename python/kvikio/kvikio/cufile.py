@@ -14,7 +14,11 @@ from kvikio.utils import kvikio_deprecation_notice
 
 class IOFuture:
     """The result of a parallel read or write: ``get()`` waits (without the GIL) and returns
-    the bytes moved; it may be called again, from any thread."""
+    the bytes moved; it may be called again, from any thread.
+
+    Dropping it is safe: a future that goes away before its operation ends waits for it first,
+    so the buffer it keeps alive outlives the last byte written into (or read from) it. The
+    operation's error, if any, is then dropped with it."""
 
     def __init__(self, future: _lib.Future, keepalive: Any = None):
         self._future = future
@@ -26,10 +30,21 @@ class IOFuture:
     def done(self) -> bool:
         return self._future.done()
 
+    def __del__(self):
+        future = getattr(self, "_future", None)  # absent when __init__ failed
+        if future is not None and not future.done():
+            try:
+                future.get()
+            except Exception:  # noqa: BLE001 - nobody is left to receive it
+                pass
+
 
 class IOFutureStream:
     """A stream-ordered operation: it happens on its stream; ``check_bytes_done()``
-    synchronises the stream and returns the bytes moved (or raises the operation's error)."""
+    synchronises the stream and returns the bytes moved (or raises the operation's error).
+
+    Dropping it leaves the operation on its stream: memory freed through a stream-ordered
+    allocator (CuPy's, PyTorch's) or ``cuMemFree`` is reused only after it."""
 
     def __init__(self, future: _lib.StreamFuture, keepalive: Any = None):
         self._future = future
