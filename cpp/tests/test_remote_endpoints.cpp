@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include <kvikio/detail/url.hpp>
 #include <kvikio/hdfs.hpp>
 #include <kvikio/remote_handle.hpp>
 
@@ -120,6 +122,62 @@ TEST(RemoteEndpoints, S3PartsAreValidatedBeforeARequestIsBuilt)
   }
   EXPECT_EQ(kvikio::S3Endpoint::url_from_bucket_and_object("b", "k", {}, "http://h:9/base/"),
             "http://h:9/base/b/k");
+}
+
+TEST(RemoteEndpoints, UrlsInMessagesHideQueryAndUserInformation)
+{
+  using kvikio::detail::url_for_message;
+  EXPECT_EQ(url_for_message("https://u:p@h:1/a/b?X-Amz-Signature=s#f"),
+            "https://<hidden>@h:1/a/b?<hidden>");
+  EXPECT_EQ(url_for_message("http://h/a#frag"), "http://h/a?<hidden>");
+  EXPECT_EQ(url_for_message("http://h/a"), "http://h/a");
+  EXPECT_EQ(url_for_message("s3://b/k"), "s3://b/k");
+  EXPECT_EQ(url_for_message("http://h/a@b"), "http://h/a@b");  // a path's '@' is no user info
+}
+
+// Whatever fails, no secret a URL carries (a presigned signature, a token in the query, a
+// password before '@') appears in the message: every entry point, before and after a request.
+TEST(RemoteEndpoints, NoSecretOfAUrlReachesAMessage)
+{
+  kvikio::test::MisbehavingServer const server{1000};
+  std::string const q    = "?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=TOPSECRETSIG";
+  std::string const base = server.url("");
+  std::vector<std::pair<char const*, std::function<void()>>> const cases{
+    {"bad scheme, presigned",
+     [&] { RemoteHandle::open("ftp://127.0.0.1:9/x" + q, RemoteEndpointType::S3_PRESIGNED_URL); }},
+    {"unsupported scheme", [&] { RemoteHandle::open("gopher://h/x" + q); }},
+    {"HTTP 404", [&] { RemoteHandle::open(base + "404/x" + q, RemoteEndpointType::HTTP); }},
+    {"not in the allowlist",
+     [&] {
+       RemoteHandle::open(base + "404/x" + q,
+                          RemoteEndpointType::AUTO,
+                          std::vector<RemoteEndpointType>{RemoteEndpointType::S3});
+     }},
+    {"user information",
+     [&] {
+       RemoteHandle::open("http://user:TOPSECRETPASSWORD@127.0.0.1:9/x", RemoteEndpointType::HTTP);
+     }},
+    {"read past the end",
+     [&] {
+       auto h = RemoteHandle::open(base + "ok/x" + q, RemoteEndpointType::HTTP, std::nullopt, 100);
+       std::vector<std::uint8_t> buf(200);
+       (void)h.read(buf.data(), 200, 0);
+     }},
+    {"presigned 403", [&] {
+       auto h = RemoteHandle::open(
+         base + "403/x" + q, RemoteEndpointType::S3_PRESIGNED_URL, std::nullopt, 1000);
+       std::vector<std::uint8_t> buf(10);
+       (void)h.read(buf.data(), 10, 0);
+     }}};
+  for (auto const& [name, call] : cases) {
+    try {
+      call();
+      ADD_FAILURE() << name << ": did not fail";
+    } catch (std::exception const& e) {
+      EXPECT_EQ(std::string{e.what()}.find("TOPSECRET"), std::string::npos)
+        << name << ": " << e.what();
+    }
+  }
 }
 
 TEST(RemoteEndpoints, WebHdfsLengthParser)

@@ -35,9 +35,10 @@ HttpEndpoint::HttpEndpoint(std::string url)
   } catch (std::exception const& e) {
     reason = e.what();
   }
-  KVIKIO_EXPECT(reason.empty(),
-                "HttpEndpoint: not a valid http(s) URL: \"" + url_ + "\": " + reason,
-                std::invalid_argument);
+  KVIKIO_EXPECT(
+    reason.empty(),
+    "HttpEndpoint: not a valid http(s) URL: \"" + detail::url_for_message(url_) + "\": " + reason,
+    std::invalid_argument);
 }
 
 void HttpEndpoint::setopt(CurlHandle& curl) { curl.setopt(CURLOPT_URL, url_.c_str()); }
@@ -63,19 +64,20 @@ std::size_t head_content_length(RemoteEndpoint& endpoint)
   CurlHandle curl;
   endpoint.setopt(curl);
   curl.setopt(CURLOPT_NOBODY, 1L);
-  CURLcode const r = perform_retrying(curl, "size request to " + endpoint.str());
+  CURLcode const r = perform_retrying(curl, "size request to " + url_for_message(endpoint.str()));
   KVIKIO_EXPECT(r == CURLE_OK,
-                "KvikIO: size request to " + endpoint.str() + " failed: " + curl.error_message(r),
+                "KvikIO: size request to " + url_for_message(endpoint.str()) +
+                  " failed: " + curl.error_message(r),
                 std::runtime_error);
   if (long const status = curl.status(); status / 100 != 2) {
-    throw http_status_error(status, "size request to " + endpoint.str());
+    throw http_status_error(status, "size request to " + url_for_message(endpoint.str()));
   }
   curl_off_t length = -1;
   curl_easy_getinfo(curl.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-  KVIKIO_EXPECT(
-    length >= 0,
-    "cannot get size of " + endpoint.str() + ", content-length not provided by the server",
-    std::runtime_error);
+  KVIKIO_EXPECT(length >= 0,
+                "cannot get size of " + url_for_message(endpoint.str()) +
+                  ", content-length not provided by the server",
+                std::runtime_error);
   return static_cast<std::size_t>(length);
 }
 bool is_url_valid_for(RemoteEndpointType type, std::string const& url) noexcept
@@ -102,7 +104,7 @@ RemoteEndpointType infer_remote_endpoint_type(std::string const& url)
   }
   // Upstream's errors: libcurl's for text that is not a URL ("Bad scheme"), then its own.
   (void)detail::UrlParser::parse(url, CURLU_NON_SUPPORT_SCHEME);
-  KVIKIO_FAIL("Unsupported endpoint URL. \"" + url +
+  KVIKIO_FAIL("Unsupported endpoint URL. \"" + detail::url_for_message(url) +
                 "\" is none of s3://, http(s):// (HTTP, S3 presigned, WebHDFS)",
               std::runtime_error);
 }

@@ -51,7 +51,7 @@ S3EndpointWithPresignedUrl::S3EndpointWithPresignedUrl(std::string presigned_url
 {
   KVIKIO_EXPECT(is_url_valid(url_),
                 "S3EndpointWithPresignedUrl: not a presigned http(s) URL (no X-Amz-Signature): \"" +
-                  url_ + "\"",
+                  detail::url_for_message(url_) + "\"",
                 std::invalid_argument);
 }
 

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <kvikio/detail/url.hpp>
+
 #include "range_request.hpp"
 
 namespace kvikio::detail {
@@ -29,8 +31,8 @@ RangeRequest::RangeRequest(RemoteEndpoint& endpoint,
     owner_{owner},
     expected_range_{"bytes " + std::to_string(file_offset) + "-" +
                     std::to_string(file_offset + size - 1) + "/"},
-    retry_{endpoint.str() + " (" + std::to_string(size) + " bytes at offset " +
-           std::to_string(file_offset) + ")"}
+    retry_{detail::url_for_message(endpoint.str()) + " (" + std::to_string(size) +
+           " bytes at offset " + std::to_string(file_offset) + ")"}
 {
 }
 

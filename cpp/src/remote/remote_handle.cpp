@@ -167,14 +167,15 @@ RemoteHandle RemoteHandle::open(std::string const& url,
       }
       // Upstream's errors: libcurl's for text that is not a URL ("Bad scheme"), then its own.
       (void)detail::UrlParser::parse(url, CURLU_NON_SUPPORT_SCHEME);
-      KVIKIO_FAIL(
-        "Unsupported endpoint URL. \"" + url + "\" fits none of the allowed types (" + names + ")",
-        std::runtime_error);
+      KVIKIO_FAIL("Unsupported endpoint URL. \"" + detail::url_for_message(url) +
+                    "\" fits none of the allowed types (" + names + ")",
+                  std::runtime_error);
     }
   } else {
-    KVIKIO_EXPECT(is_allowed(type),
-                  upstream_type_name(type) + " is not in the allowlist. (" + url + ")",
-                  std::runtime_error);
+    KVIKIO_EXPECT(
+      is_allowed(type),
+      upstream_type_name(type) + " is not in the allowlist. (" + detail::url_for_message(url) + ")",
+      std::runtime_error);
     // S3-compatible servers (MinIO, s3rver) are not on amazonaws.com: explicit S3 takes their
     // http(s) URLs too (upstream takes them only as s3:// with AWS_ENDPOINT_URL), but not a URL
     // of another kind (a presigned URL, a WebHDFS one), which upstream refuses as we do.
@@ -184,7 +185,8 @@ RemoteHandle RemoteHandle::open(std::string const& url,
       !WebHdfsEndpoint::is_url_valid(url);
     bool const valid = detail::is_url_valid_for(type, url) || s3_compatible;
     KVIKIO_EXPECT(valid,
-                  "Invalid URL for " + upstream_type_name(type) + " endpoint: \"" + url + "\"",
+                  "Invalid URL for " + upstream_type_name(type) + " endpoint: \"" +
+                    detail::url_for_message(url) + "\"",
                   std::runtime_error);
     endpoint = make(type);
   }
@@ -243,8 +245,8 @@ void RemoteHandle::check_in_range(char const* what, std::size_t size, std::size_
 {
   KVIKIO_EXPECT(offset <= nbytes_ && size <= nbytes_ - offset,
                 "cannot read " + std::to_string(offset) + "+" + std::to_string(size) +
-                  " bytes into a " + std::to_string(nbytes_) + " bytes file (" + endpoint_->str() +
-                  "): " + what + " runs past the end",
+                  " bytes into a " + std::to_string(nbytes_) + " bytes file (" +
+                  detail::url_for_message(endpoint_->str()) + "): " + what + " runs past the end",
                 std::invalid_argument);
 }
 

@@ -64,7 +64,7 @@ S3Endpoint::S3Endpoint(std::string url,
                                      : detail::getenv_trimmed("AWS_SESSION_TOKEN")}
 {
   KVIKIO_EXPECT(HttpEndpoint::is_url_valid(url_),
-                "S3Endpoint: not a valid http(s) URL: \"" + url_ + "\"",
+                "S3Endpoint: not a valid http(s) URL: \"" + detail::url_for_message(url_) + "\"",
                 std::invalid_argument);
 }
 
@@ -99,7 +99,7 @@ std::string S3Endpoint::url_from_bucket_and_object(std::string bucket_name,
     // The bucket and object are appended to its path: a query or fragment would turn them
     // into part of it, and the request would name another resource.
     KVIKIO_EXPECT(endpoint->find_first_of("?#") == std::string::npos,
-                  "S3: the endpoint URL \"" + *endpoint +
+                  "S3: the endpoint URL \"" + detail::url_for_message(*endpoint) +
                     "\" (AWS_ENDPOINT_URL or aws_endpoint_url) has a query or fragment; it must "
                     "be scheme://host[:port][/path]",
                   std::invalid_argument);
@@ -169,9 +169,10 @@ std::size_t S3Endpoint::get_file_size() { return detail::head_content_length(*th
 S3PublicEndpoint::S3PublicEndpoint(std::string url)
   : RemoteEndpoint{RemoteEndpointType::S3_PUBLIC}, url_{std::move(url)}
 {
-  KVIKIO_EXPECT(HttpEndpoint::is_url_valid(url_),
-                "S3PublicEndpoint: not a valid http(s) URL: \"" + url_ + "\"",
-                std::invalid_argument);
+  KVIKIO_EXPECT(
+    HttpEndpoint::is_url_valid(url_),
+    "S3PublicEndpoint: not a valid http(s) URL: \"" + detail::url_for_message(url_) + "\"",
+    std::invalid_argument);
 }
 
 void S3PublicEndpoint::setopt(CurlHandle& curl) { curl.setopt(CURLOPT_URL, url_.c_str()); }

@@ -14,7 +14,7 @@ namespace {
 [[noreturn]] void bad(std::string_view url, std::string const& why)
 {
   std::string text = "invalid URL \"";
-  text.append(url).append("\": ").append(why);
+  text.append(url_for_message(url)).append("\": ").append(why);
   throw std::invalid_argument(text);
 }
 
@@ -80,6 +80,25 @@ bool has_scheme(std::string_view url, std::string_view scheme) noexcept
     if (std::tolower(static_cast<unsigned char>(url[i])) != scheme[i]) { return false; }
   }
   return true;
+}
+
+std::string url_for_message(std::string_view url)
+{
+  auto const cut         = url.find_first_of("?#");
+  std::string_view shown = url.substr(0, cut);
+  std::string out;
+  auto const scheme_end = shown.find("://");
+  if (scheme_end != std::string_view::npos) {
+    auto const authority = scheme_end + 3;
+    auto const at        = shown.find('@', authority);
+    if (at != std::string_view::npos && at < shown.find('/', authority)) {
+      out.append(shown.substr(0, authority)).append("<hidden>");
+      shown.remove_prefix(at);
+    }
+  }
+  out.append(shown);
+  if (cut != std::string_view::npos) { out.append("?<hidden>"); }
+  return out;
 }
 
 bool is_valid_url(std::string_view url) noexcept

@@ -52,7 +52,7 @@ UrlParser::UrlComponents UrlParser::parse(std::string const& url,
   if (auto code =
         curl_url_set(handle.get(), CURLUPART_URL, url.c_str(), bitmask_url_flags.value_or(0));
       code != CURLUE_OK) {
-    fail("cannot parse URL \"" + url + "\"", code);
+    fail("cannot parse URL \"" + url_for_message(url) + "\"", code);
   }
   auto part = [&](CURLUPart which, CURLUcode missing) {
     return extract_component(handle, which, bitmask_component_flags, missing);
@@ -95,7 +95,7 @@ std::optional<std::string> UrlParser::extract_component(
   if (auto code =
         curl_url_set(handle.get(), CURLUPART_URL, url.c_str(), bitmask_url_flags.value_or(0));
       code != CURLUE_OK) {
-    fail("cannot parse URL \"" + url + "\"", code);
+    fail("cannot parse URL \"" + url_for_message(url) + "\"", code);
   }
   return extract_component(handle, part, bitmask_component_flags, allowed_err_code);
 }
@@ -107,7 +107,7 @@ UrlBuilder::UrlBuilder(std::string const& url, std::optional<unsigned int> bitma
   if (auto code =
         curl_url_set(handle_.get(), CURLUPART_URL, url.c_str(), bitmask_url_flags.value_or(0));
       code != CURLUE_OK) {
-    fail("cannot parse URL \"" + url + "\"", code);
+    fail("cannot parse URL \"" + url_for_message(url) + "\"", code);
   }
 }
 

@@ -136,10 +136,10 @@ std::size_t parse_webhdfs_length(std::string const& json)
 WebHdfsEndpoint::WebHdfsEndpoint(std::string url, std::optional<std::string> username)
   : RemoteEndpoint{RemoteEndpointType::WEBHDFS}
 {
-  KVIKIO_EXPECT(
-    is_url_valid(url),
-    "WebHdfsEndpoint: not a WebHDFS URL (http(s)://host:port/webhdfs/v1/path): \"" + url + "\"",
-    std::invalid_argument);
+  KVIKIO_EXPECT(is_url_valid(url),
+                "WebHdfsEndpoint: not a WebHDFS URL (http(s)://host:port/webhdfs/v1/path): \"" +
+                  detail::url_for_message(url) + "\"",
+                std::invalid_argument);
   auto parsed = detail::parse_url(url);
   // A user given in the URL's query, unless the argument overrides it.
   if (auto const at = parsed.query.find("user.name="); at != std::string::npos && !username) {

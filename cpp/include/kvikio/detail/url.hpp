@@ -39,6 +39,13 @@ bool is_valid_url(std::string_view url) noexcept;
 /// is "s3://"); `scheme` in lower case.
 bool has_scheme(std::string_view url, std::string_view scheme) noexcept;
 
+/**
+ * @brief `url` as an error message or log line may show it: the query and fragment (presigned
+ * signatures, tokens) replaced by "?<hidden>", the user information ("user:password@") by
+ * "<hidden>@". Every message that names a URL names it so.
+ */
+std::string url_for_message(std::string_view url);
+
 /// @brief Percent-encodes everything but unreserved characters (and '/' if `keep_slash`).
 std::string percent_encode(std::string_view text, bool keep_slash = true);
 
