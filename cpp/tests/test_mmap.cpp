@@ -3,6 +3,8 @@
  *
  * MmapHandle: ranges, defaults, errors, host and device destinations.
  */
+#include <sys/mman.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
@@ -83,6 +85,30 @@ TEST_F(Mmap, OutOfRangeAndBadInput)
   EXPECT_THROW(m.read(buf.data(), 1, 1000), std::runtime_error);
   EXPECT_EQ(m.nbytes(), 0U);
   EXPECT_EQ(m.file_size(), 0U);
+}
+
+// Only a file mapping for reading: MAP_ANONYMOUS would read zeros as the file's bytes,
+// MAP_FIXED would map over what lives at the hint.
+TEST_F(Mmap, MapFlagsAreAFileMappingsOnly)
+{
+  for (int const flags : {MAP_PRIVATE | MAP_ANONYMOUS,
+                          MAP_PRIVATE | MAP_FIXED,
+                          MAP_SHARED | MAP_PRIVATE,
+                          0,
+                          MAP_PRIVATE | MAP_GROWSDOWN}) {
+    try {
+      MmapHandle m{path_, "r", std::nullopt, 0, 0644, flags};
+      ADD_FAILURE() << "map_flags " << flags << " were taken";
+    } catch (std::invalid_argument const& e) {
+      EXPECT_NE(std::string{e.what()}.find(std::to_string(flags)), std::string::npos) << e.what();
+    }
+  }
+  for (int const flags : {MAP_SHARED, MAP_PRIVATE | MAP_POPULATE, MAP_SHARED | MAP_NORESERVE}) {
+    MmapHandle m{path_, "r", std::nullopt, 0, 0644, flags};
+    std::vector<std::uint8_t> buf(content_.size(), poison);
+    EXPECT_EQ(m.read(buf.data()), content_.size()) << flags;
+    EXPECT_EQ(0, std::memcmp(buf.data(), content_.data(), content_.size())) << flags;
+  }
 }
 
 TEST_F(Mmap, EmptyFile)

@@ -93,6 +93,19 @@ MmapHandle::MmapHandle(std::string const& file_path,
                 "File-backed mmap write is not supported yet: flags \"" + flags + "\" for " +
                   file_path + " (only \"r\")",
                 std::invalid_argument);
+  // A file mapping for reading, nothing else: MAP_ANONYMOUS would read zeros as the file's
+  // bytes, MAP_FIXED would map over whatever lives at the hint (address 0 here).
+  int const sharing = map_flags.value_or(MAP_PRIVATE) & (MAP_SHARED | MAP_PRIVATE);
+  int const allowed =
+    MAP_SHARED | MAP_PRIVATE | MAP_POPULATE | MAP_NORESERVE | MAP_LOCKED | MAP_NONBLOCK;
+  KVIKIO_EXPECT((sharing == MAP_SHARED || sharing == MAP_PRIVATE) &&
+                  (map_flags.value_or(MAP_PRIVATE) & ~allowed) == 0,
+                "MmapHandle: map_flags " + std::to_string(map_flags.value_or(MAP_PRIVATE)) +
+                  " for " + file_path +
+                  " is not a file mapping's: one of MAP_SHARED or MAP_PRIVATE, with any of "
+                  "MAP_POPULATE, MAP_NORESERVE, MAP_LOCKED, MAP_NONBLOCK (not MAP_ANONYMOUS, "
+                  "MAP_FIXED, ...)",
+                std::invalid_argument);
   fd_ = open_fd(file_path, flags, false, mode);
   try {
     in_flight_ = std::make_unique<detail::InFlight>();
