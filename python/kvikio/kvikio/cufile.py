@@ -14,7 +14,9 @@ from kvikio.utils import kvikio_deprecation_notice
 
 class IOFuture:
     """The result of a parallel read or write: ``get()`` waits (without the GIL) and returns
-    the bytes moved; it may be called again, from any thread.
+    the bytes moved; it may be called again, from any thread. Signal handlers run while it
+    waits (within 0.1 s), so Ctrl-C or an alarm interrupts ``get()`` with their exception; the
+    operation goes on.
 
     Dropping it is safe: a future that goes away before its operation ends waits for it first,
     so the buffer it keeps alive outlives the last byte written into (or read from) it. The
@@ -32,11 +34,8 @@ class IOFuture:
 
     def __del__(self):
         future = getattr(self, "_future", None)  # absent when __init__ failed
-        if future is not None and not future.done():
-            try:
-                future.get()
-            except Exception:  # noqa: BLE001 - nobody is left to receive it
-                pass
+        if future is not None:
+            future.wait()  # uninterrupted: the buffer must outlive the operation
 
 
 class IOFutureStream:

@@ -50,10 +50,28 @@ CUstream as_stream(std::uintptr_t handle) { return reinterpret_cast<CUstream>(ha
 class Future {
  public:
   explicit Future(std::future<std::size_t> f) : shared_{f.share()} {}
+  /// Waits without the GIL, in slices between which Python's signal handlers run: Ctrl-C or an
+  /// alarm's handler interrupts the wait with its exception within a slice (the operation goes
+  /// on; a later get(), or the future going away, waits for it).
   std::size_t get()
   {
+    while (true) {
+      {
+        py::gil_scoped_release const release;
+        if (shared_.wait_for(std::chrono::milliseconds(100)) == std::future_status::ready) {
+          break;
+        }
+      }
+      if (PyErr_CheckSignals() != 0) { throw py::error_already_set(); }
+    }
     py::gil_scoped_release const release;
     return shared_.get();
+  }
+  /// Waits for the operation, uninterrupted and without its result: for a future going away.
+  void wait() const
+  {
+    py::gil_scoped_release const release;
+    shared_.wait();
   }
   bool done() const
   {
@@ -511,7 +529,10 @@ PYBIND11_MODULE(_lib, m)
   m.attr("__version__") = std::to_string(KVIKIO_VERSION_MAJOR) + "." +
                           std::to_string(KVIKIO_VERSION_MINOR) + "." +
                           std::to_string(KVIKIO_VERSION_PATCH);
-  py::class_<Future>(m, "Future").def("get", &Future::get).def("done", &Future::done);
+  py::class_<Future>(m, "Future")
+    .def("get", &Future::get)
+    .def("wait", &Future::wait)
+    .def("done", &Future::done);
   py::class_<StreamOp>(m, "StreamFuture").def("check_bytes_done", &StreamOp::check_bytes_done);
   m.def("is_host_memory", [](std::uintptr_t p) { return kvikio::is_host_memory(as_ptr(p)); });
   m.def("is_cuda_available", [] { return kvikio::is_cuda_available(); });

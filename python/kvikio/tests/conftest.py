@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -300,3 +304,21 @@ def nginx(tmp_path_factory):
     proc.terminate()
     proc.wait()
     shutil.rmtree(root, ignore_errors=True)
+
+
+SERVERS = Path(__file__).resolve().parents[3] / "cpp" / "tests" / "servers"
+
+
+def start_server(script: str, arg: str):
+    """A test server of cpp/tests/servers, ``script 0 arg``, run by this Python (the virtual
+    environment of ci/install-deps.sh, with botocore): it binds a free port itself and prints
+    "ready <port>" (no other process can take the port in between); one that does not start
+    fails. Returns (process, base URL)."""
+    proc = subprocess.Popen([sys.executable, str(SERVERS / script), "0", arg],
+                            stdout=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([proc.stdout], [], [], 10)
+    words = proc.stdout.readline().split() if ready else []
+    if len(words) != 2 or words[0] != "ready":
+        proc.kill()
+        pytest.fail(f"{script} did not start")
+    return proc, f"http://127.0.0.1:{words[1]}"

@@ -4,7 +4,7 @@ memory, parallel and stream-ordered, both transports; errors."""
 
 import numpy as np
 import pytest
-from conftest import POISON, pattern
+from conftest import POISON
 
 import kvikio
 

@@ -3,34 +3,16 @@
 with every SigV4 signature checked by botocore (open_s3, open_s3_url, a wrong secret refused),
 presigned URLs, public buckets and WebHDFS; host and device memory, both transports."""
 
-import os
-import select
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import POISON, pattern
+from conftest import POISON, SERVERS, pattern, start_server
 
 import kvikio
 
-SERVERS = Path(__file__).resolve().parents[3] / "cpp" / "tests" / "servers"
-PYTHON = sys.executable  # botocore: the virtual environment of ci/install-deps.sh
 ACCESS_KEY, SECRET, REGION = "KVIKIOTESTKEY", "kvikio-test-secret", "us-east-1"
-
-
-def start(script: str, arg: str):
-    """``script 0 arg``: the server binds a free port itself and prints "ready <port>" (no other
-    process can take the port in between); a server that does not start fails."""
-    proc = subprocess.Popen([PYTHON, str(SERVERS / script), "0", arg],
-                            stdout=subprocess.PIPE, text=True)
-    ready, _, _ = select.select([proc.stdout], [], [], 10)
-    words = proc.stdout.readline().split() if ready else []
-    if len(words) != 2 or words[0] != "ready":
-        proc.kill()
-        pytest.fail(f"{script} did not start")
-    return proc, f"http://127.0.0.1:{words[1]}"
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +26,7 @@ def s3(tmp_path_factory, content):
     for bucket in ("bucket", "public"):
         (root / bucket).mkdir()
         content.tofile(root / bucket / "data.bin")
-    proc, url = start("s3_sigv4.py", str(root))
+    proc, url = start_server("s3_sigv4.py", str(root))
     yield url
     proc.terminate()
     proc.wait()
@@ -66,7 +48,7 @@ def transport(request):
 
 
 def presign(url: str, secret: str = SECRET) -> str:
-    out = subprocess.run([PYTHON, str(SERVERS / "s3_sigv4.py"), "presign", url, secret],
+    out = subprocess.run([sys.executable, str(SERVERS / "s3_sigv4.py"), "presign", url, secret],
                          capture_output=True, text=True, check=True)
     return out.stdout.strip()
 
@@ -110,7 +92,7 @@ def test_presigned_and_public(s3, content, transport):
 
 def test_webhdfs(tmp_path, content, transport, device, monkeypatch):
     content.tofile(tmp_path / "data.bin")
-    proc, url = start("webhdfs.py", str(tmp_path))
+    proc, url = start_server("webhdfs.py", str(tmp_path))
     try:
         monkeypatch.setenv("KVIKIO_WEBHDFS_USERNAME", "kvikio")
         f = kvikio.RemoteFile.open_webhdfs(f"{url}/webhdfs/v1/data.bin")
