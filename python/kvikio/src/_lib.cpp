@@ -55,7 +55,7 @@ class Future {
   /// on; a later get(), or the future going away, waits for it).
   std::size_t get()
   {
-    while (true) {
+    while (!done()) {
       {
         py::gil_scoped_release const release;
         if (shared_.wait_for(std::chrono::milliseconds(100)) == std::future_status::ready) {
@@ -64,8 +64,7 @@ class Future {
       }
       if (PyErr_CheckSignals() != 0) { throw py::error_already_set(); }
     }
-    py::gil_scoped_release const release;
-    return shared_.get();
+    return shared_.get();  // ready: returns (or rethrows) without blocking, the GIL kept
   }
   /// Waits for the operation, uninterrupted and without its result: for a future going away.
   void wait() const
