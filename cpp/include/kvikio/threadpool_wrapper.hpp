@@ -112,27 +112,28 @@ class ThreadPool {
     // May start while leftovers of earlier tasks are pending (detail/worker_leftovers.hpp).
     bool overlaps_leftovers{false};
   };
+  // The queue, its lock and the threads (thread_pool.cpp). Behind a pointer so that a child of
+  // fork() can leave its parent's copy behind (its lock may have been held, its threads do not
+  // exist there) and start afresh.
+  struct State;
   void enqueue(std::function<void()> job, bool overlaps_leftovers = false);
   void detach_job(std::function<void()> job, bool overlaps_leftovers = false);
   void start(unsigned int nthreads);
+  void start_locked(State& state, unsigned int nthreads);
   void stop_and_join();
-  void worker_loop();
+  void release() noexcept;  // stops, joins, leaves the registry of pools, frees the state
+  void worker_loop(State& state);
+  // In a child of fork(), for every pool of the process (registered by the constructor).
+  static void start_afresh_after_fork() noexcept;
 
-  mutable std::mutex mutex_;
-  std::condition_variable job_available_;
-  std::condition_variable idle_;
-  std::deque<Job> jobs_;
-  std::size_t running_{0};
-  bool stopping_{false};
-  std::vector<std::thread> threads_;
+  State* state_;
   // The size the pool was last given, once its threads all started: never 0, never a size a
-  // resize is still reaching (or failed to reach). Read without the mutex.
+  // resize is still reaching (or failed to reach). Read without the lock.
   std::atomic<unsigned int> thread_count_{0};
-  // Counts the tasks ever queued: an idle worker watches it, without the mutex, before it sleeps.
+  // Counts the tasks ever queued: an idle worker watches it, without the lock, before it sleeps.
   std::atomic<std::size_t> jobs_posted_{0};
   // Counts the tasks ever taken from the queue (is_backlogged()).
   std::atomic<std::size_t> jobs_started_{0};
-  std::mutex reset_mutex_;  // serialises reset() against itself
 };
 
 }  // namespace kvikio

@@ -3,9 +3,12 @@
  */
 #include <kvikio/threadpool_wrapper.hpp>
 
+#include <pthread.h>
+
 #include <chrono>
 #include <cstddef>
 #include <exception>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -44,20 +47,91 @@ void check_thread_count(unsigned int nthreads)
     throw std::invalid_argument("ThreadPool: the number of threads must be positive, got 0");
   }
 }
+
+// Every pool of the process, so that a child of fork() can give each one a fresh state. Its lock
+// is taken around fork() (pthread_atfork), so the child finds the set whole and the lock free.
+struct LivePools {
+  std::mutex mutex;
+  std::set<ThreadPool*> pools;
+};
+LivePools* live_pools_instance{nullptr};  // set once, before the fork handlers can run
+
+LivePools& live_pools()
+{
+  // Never destroyed: pools may outlive static objects.
+  static LivePools* const instance = live_pools_instance = new LivePools();
+  return *instance;
+}
 }  // namespace
+
+struct ThreadPool::State {
+  std::mutex mutex;
+  std::condition_variable job_available;
+  std::condition_variable idle;
+  std::deque<Job> jobs;
+  std::size_t running{0};
+  bool stopping{false};
+  std::vector<std::thread> threads;
+  // In a child of fork(): the threads to start with the first task, so that a child that only
+  // execs (subprocess) starts none.
+  unsigned int threads_to_start{0};
+  std::mutex reset_mutex;  // serialises reset() against itself
+};
 
 ThreadPool::ThreadPool(unsigned int nthreads)
 {
   check_thread_count(nthreads);
+  static bool const fork_handlers_registered = [] {
+    live_pools();  // first: the handlers use it
+    ::pthread_atfork([] { live_pools_instance->mutex.lock(); },
+                     [] { live_pools_instance->mutex.unlock(); },
+                     [] {
+                       start_afresh_after_fork();
+                       live_pools_instance->mutex.unlock();
+                     });
+    return true;
+  }();
+  (void)fork_handlers_registered;
+  state_ = new State();
+  {
+    auto& live = live_pools();
+    std::lock_guard const lock{live.mutex};
+    live.pools.insert(this);
+  }
   try {
     start(nthreads);
   } catch (...) {
-    stop_and_join();  // the threads that did start
+    release();  // with the threads that did start
     throw;
   }
 }
 
-ThreadPool::~ThreadPool() { stop_and_join(); }
+ThreadPool::~ThreadPool() { release(); }
+
+void ThreadPool::release() noexcept
+{
+  stop_and_join();
+  {
+    auto& live = live_pools();
+    std::lock_guard const lock{live.mutex};
+    live.pools.erase(this);
+  }
+  delete state_;
+}
+
+void ThreadPool::start_afresh_after_fork() noexcept
+{
+  // The forking thread may have been a worker: in the child it is the main thread of no pool.
+  current_pool     = nullptr;
+  worker_leftovers = nullptr;
+  for (ThreadPool* pool : live_pools_instance->pools) {
+    // The parent's state stays behind, never freed: its lock may have been held at the fork, and
+    // its threads and their tasks (the parent's operations) do not exist here.
+    pool->state_                   = new State();
+    pool->state_->threads_to_start = pool->thread_count_.load();
+    pool->jobs_started_            = pool->jobs_posted_.load();
+  }
+}
 
 unsigned int ThreadPool::get_thread_count() const noexcept { return thread_count_.load(); }
 
@@ -69,7 +143,7 @@ void ThreadPool::reset(unsigned int nthreads)
   if (is_worker_thread()) {
     throw std::logic_error("ThreadPool::reset() called from one of the pool's own tasks");
   }
-  std::lock_guard const reset_lock{reset_mutex_};
+  std::lock_guard const reset_lock{state_->reset_mutex};
   unsigned int const before = thread_count_.load();
   stop_and_join();
   try {
@@ -90,8 +164,9 @@ void ThreadPool::wait()
   if (is_worker_thread()) {
     throw std::logic_error("ThreadPool::wait() called from one of the pool's own tasks");
   }
-  std::unique_lock lock{mutex_};
-  idle_.wait(lock, [this] { return jobs_.empty() && running_ == 0; });
+  State& state = *state_;
+  std::unique_lock lock{state.mutex};
+  state.idle.wait(lock, [&state] { return state.jobs.empty() && state.running == 0; });
 }
 
 void ThreadPool::detach_job(std::function<void()> job, bool overlaps_leftovers)
@@ -111,20 +186,20 @@ void ThreadPool::detach_job(std::function<void()> job, bool overlaps_leftovers)
 
 std::size_t ThreadPool::get_tasks_queued() const
 {
-  std::lock_guard const lock{mutex_};
-  return jobs_.size();
+  std::lock_guard const lock{state_->mutex};
+  return state_->jobs.size();
 }
 
 std::size_t ThreadPool::get_tasks_running() const
 {
-  std::lock_guard const lock{mutex_};
-  return running_;
+  std::lock_guard const lock{state_->mutex};
+  return state_->running;
 }
 
 std::size_t ThreadPool::get_tasks_total() const
 {
-  std::lock_guard const lock{mutex_};
-  return jobs_.size() + running_;
+  std::lock_guard const lock{state_->mutex};
+  return state_->jobs.size() + state_->running;
 }
 
 bool ThreadPool::is_backlogged() const noexcept
@@ -140,55 +215,76 @@ bool ThreadPool::is_backlogged() const noexcept
 
 void ThreadPool::enqueue(std::function<void()> job, bool overlaps_leftovers)
 {
+  State& state = *state_;
   {
-    std::lock_guard const lock{mutex_};
-    jobs_.push_back(Job{std::move(job), overlaps_leftovers});
+    std::lock_guard const lock{state.mutex};
+    if (state.threads_to_start > 0) {
+      start_locked(state, state.threads_to_start);
+      state.threads_to_start = 0;
+    }
+    state.jobs.push_back(Job{std::move(job), overlaps_leftovers});
   }
   // Outside the lock: a spinning worker that sees it takes the lock at once, without waiting for
   // this thread to let go of it.
   jobs_posted_.fetch_add(1, std::memory_order_relaxed);
-  job_available_.notify_one();
+  state.job_available.notify_one();
 }
 
 void ThreadPool::start(unsigned int nthreads)
 {
   {
-    std::lock_guard const lock{mutex_};
-    stopping_ = false;
-    threads_.reserve(nthreads);
-    for (unsigned int i = 0; i < nthreads; ++i) {
-      threads_.emplace_back([this] { worker_loop(); });
-    }
+    std::lock_guard const lock{state_->mutex};
+    state_->stopping         = false;
+    state_->threads_to_start = 0;
+    start_locked(*state_, nthreads);
   }
   // Only once they all run: while a resize is under way the pool reports the size it had.
   thread_count_ = nthreads;
 }
 
+void ThreadPool::start_locked(State& state, unsigned int nthreads)
+{
+  state.threads.reserve(state.threads.size() + nthreads);
+  for (unsigned int i = 0; i < nthreads; ++i) {
+    try {
+      state.threads.emplace_back([this, &state] { worker_loop(state); });
+    } catch (std::system_error const& e) {
+      throw std::system_error(e.code(),
+                              "ThreadPool: could not start thread " + std::to_string(i + 1) +
+                                " of " + std::to_string(nthreads) +
+                                " (a limit on threads or memory: ulimit -u, the cgroup's "
+                                "pids.max; KVIKIO_NTHREADS sets the pool's size)");
+    }
+  }
+}
+
 void ThreadPool::stop_and_join()
 {
+  State& state = *state_;
   std::vector<std::thread> threads;
   {
-    std::lock_guard const lock{mutex_};
+    std::lock_guard const lock{state.mutex};
     // Workers leave only once the queue is empty and no task is running (a running task may
     // still submit more), so everything submitted before this call runs to completion.
-    stopping_ = true;
-    threads.swap(threads_);
+    state.stopping         = true;
+    state.threads_to_start = 0;
+    threads.swap(state.threads);
   }
-  job_available_.notify_all();
+  state.job_available.notify_all();
   for (auto& t : threads) {
     t.join();
   }
 }
 
-void ThreadPool::worker_loop()
+void ThreadPool::worker_loop(State& state)
 {
   current_pool = this;
-  std::unique_lock lock{mutex_};
+  std::unique_lock lock{state.mutex};
   while (true) {
-    if (jobs_.empty() && worker_leftovers != nullptr) {
+    if (state.jobs.empty() && worker_leftovers != nullptr) {
       // Nothing to run next: poll what earlier tasks left (their futures are waited for) until
       // it is done or new work comes; a stopping pool finishes it.
-      bool const stopping = stopping_;
+      bool const stopping = state.stopping;
       bool left           = false;
       lock.unlock();
       if (stopping) {
@@ -199,9 +295,9 @@ void ThreadPool::worker_loop()
       lock.lock();
       // Checked and waited on under one hold of the lock: work that another worker takes in
       // between never sends this one to sleep with its leftovers pending.
-      if (left && jobs_.empty()) { continue; }
+      if (left && state.jobs.empty()) { continue; }
     }
-    if (jobs_.empty() && !stopping_) {
+    if (state.jobs.empty() && !state.stopping) {
       std::size_t const seen = jobs_posted_.load(std::memory_order_relaxed);
       lock.unlock();
       auto const until = std::chrono::steady_clock::now() + idle_spin;
@@ -211,13 +307,14 @@ void ThreadPool::worker_loop()
       }
       lock.lock();
     }
-    job_available_.wait(lock, [this] { return !jobs_.empty() || (stopping_ && running_ == 0); });
-    if (jobs_.empty()) { break; }  // stopping, and nothing left that could submit more
+    state.job_available.wait(
+      lock, [&state] { return !state.jobs.empty() || (state.stopping && state.running == 0); });
+    if (state.jobs.empty()) { break; }  // stopping, and nothing left that could submit more
     {
-      auto job = std::move(jobs_.front());
-      jobs_.pop_front();
+      auto job = std::move(state.jobs.front());
+      state.jobs.pop_front();
       jobs_started_.fetch_add(1, std::memory_order_relaxed);
-      ++running_;
+      ++state.running;
       lock.unlock();
       if (worker_leftovers != nullptr) {
         // A task of another kind may wait for a future the leftovers hold: they end first.
@@ -230,10 +327,10 @@ void ThreadPool::worker_loop()
       job.run();  // a packaged_task: exceptions go to its future
     }  // the job and what it holds (an operation's state, its lease) freed outside the lock
     lock.lock();
-    --running_;
-    if (jobs_.empty() && running_ == 0) {
-      idle_.notify_all();
-      if (stopping_) { job_available_.notify_all(); }  // let the other workers leave
+    --state.running;
+    if (state.jobs.empty() && state.running == 0) {
+      state.idle.notify_all();
+      if (state.stopping) { state.job_available.notify_all(); }  // let the other workers leave
     }
   }
   if (worker_leftovers != nullptr) { worker_leftovers->finish(); }

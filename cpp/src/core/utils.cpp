@@ -3,7 +3,10 @@
  */
 #include <kvikio/detail/utils.hpp>
 
+#include <pthread.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include <cctype>
 #include <cstdint>
@@ -38,6 +41,14 @@ ssize_t convert_size2ssize(std::size_t x)
 }  // namespace kvikio
 
 namespace kvikio::detail {
+namespace {
+std::atomic<unsigned int> forks{0};
+// Registered as the library loads, before any thread of its own exists.
+int const fork_counter_registered =
+  ::pthread_atfork(nullptr, nullptr, [] { forks.fetch_add(1, std::memory_order_relaxed); });
+}  // namespace
+
+unsigned int fork_generation() noexcept { return forks.load(std::memory_order_relaxed); }
 
 std::string normalize_env_value(std::string_view s)
 {

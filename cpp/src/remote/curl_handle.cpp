@@ -3,6 +3,8 @@
  */
 #include <kvikio/detail/curl.hpp>
 
+#include <pthread.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
@@ -24,7 +26,23 @@ LibCurl::LibCurl()
 
 LibCurl& LibCurl::instance()
 {
-  static auto* const pool = new LibCurl();  // never destroyed: handles are used until exit
+  // Never destroyed: handles are used until exit.
+  static LibCurl* const pool = [] {
+    static LibCurl* created = new LibCurl();
+    // Around fork() the lock is held, so the child finds the list whole. The child leaves the
+    // idle handles alone: their connections are the parent's sockets, and a request or a
+    // cleanup (a TLS close) on them would speak into the parent's conversations.
+    ::pthread_atfork([] { created->mutex_.lock(); },
+                     [] { created->mutex_.unlock(); },
+                     [] {
+                       for (auto& handle : created->free_) {
+                         (void)handle.release();
+                       }
+                       created->free_.clear();
+                       created->mutex_.unlock();
+                     });
+    return created;
+  }();
   return *pool;
 }
 

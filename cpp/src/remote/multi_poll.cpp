@@ -3,6 +3,8 @@
  */
 #include <kvikio/detail/multi_poll.hpp>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <exception>
 #include <memory>
@@ -23,6 +25,11 @@ using multi_poll::PreadCompletion;
 using multi_poll::shut_down_error;
 using multi_poll::Transfer;
 
+namespace {
+// The transport while it exists, for the fork handlers (registered once, as it is made).
+MultiPollTransport* live_transport{nullptr};
+}  // namespace
+
 MultiPollTransport& MultiPollTransport::instance()
 {
   // Destroyed at exit, before the settings and pools it uses (they are created before it).
@@ -30,9 +37,41 @@ MultiPollTransport& MultiPollTransport::instance()
   return transport;
 }
 
-MultiPollTransport::MultiPollTransport() : shared_{std::make_shared<SharedChunks>()} {}
+MultiPollTransport::MultiPollTransport() : shared_{std::make_shared<SharedChunks>()}
+{
+  live_transport = this;
+  // Around fork() the lock is held, so the child finds the reactors' list whole; the child leaves
+  // its parent's reactors behind (their threads do not exist there, their connections are the
+  // parent's) and starts its own with its first read.
+  static bool const fork_handlers_registered = [] {
+    ::pthread_atfork(
+      [] {
+        if (live_transport != nullptr) { live_transport->mutex_.lock(); }
+      },
+      [] {
+        if (live_transport != nullptr) { live_transport->mutex_.unlock(); }
+      },
+      [] {
+        if (live_transport == nullptr) { return; }
+        for (auto& reactor : live_transport->reactors_) {
+          (void)reactor.release();  // never stopped or freed here: the parent's
+        }
+        live_transport->reactors_.clear();
+        // The parent's reactors may hold the chunks' lock: the child leaves them alone too.
+        new std::shared_ptr<SharedChunks>(std::move(live_transport->shared_));
+        live_transport->shared_ = std::make_shared<SharedChunks>();
+        live_transport->mutex_.unlock();
+      });
+    return true;
+  }();
+  (void)fork_handlers_registered;
+}
 
-MultiPollTransport::~MultiPollTransport() { shutdown(); }
+MultiPollTransport::~MultiPollTransport()
+{
+  shutdown();
+  live_transport = nullptr;
+}
 
 void MultiPollTransport::shutdown() noexcept
 {

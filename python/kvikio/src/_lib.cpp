@@ -20,6 +20,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +47,37 @@ namespace {
 void* as_ptr(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
 CUstream as_stream(std::uintptr_t handle) { return reinterpret_cast<CUstream>(handle); }
 
+/// Runs `f` without the GIL and takes the GIL back by a plain call, never in a destructor: in a
+/// daemon thread, taking it back while the interpreter finalizes ends the thread by pthread_exit,
+/// whose unwinding a destructor (noexcept) would turn into std::terminate of the whole process.
+/// `f`'s exception is rethrown once the GIL is held again.
+template <typename F>
+auto without_gil(F&& f)
+{
+  using R                    = decltype(f());
+  PyThreadState* const state = PyEval_SaveThread();
+  std::exception_ptr error;
+  if constexpr (std::is_void_v<R>) {
+    try {
+      f();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    PyEval_RestoreThread(state);
+    if (error) { std::rethrow_exception(error); }
+  } else {
+    std::optional<R> result;
+    try {
+      result.emplace(f());
+    } catch (...) {
+      error = std::current_exception();
+    }
+    PyEval_RestoreThread(state);
+    if (error) { std::rethrow_exception(error); }
+    return std::move(*result);
+  }
+}
+
 /// A std::future<std::size_t> that Python can wait for from any thread, any number of times.
 class Future {
  public:
@@ -56,12 +88,10 @@ class Future {
   std::size_t get()
   {
     while (!done()) {
-      {
-        py::gil_scoped_release const release;
-        if (shared_.wait_for(std::chrono::milliseconds(100)) == std::future_status::ready) {
-          break;
-        }
-      }
+      bool const ready = without_gil([&] {
+        return shared_.wait_for(std::chrono::milliseconds(100)) == std::future_status::ready;
+      });
+      if (ready) { break; }
       if (PyErr_CheckSignals() != 0) { throw py::error_already_set(); }
     }
     return shared_.get();  // ready: returns (or rethrows) without blocking, the GIL kept
@@ -69,8 +99,7 @@ class Future {
   /// Waits for the operation, uninterrupted and without its result: for a future going away.
   void wait() const
   {
-    py::gil_scoped_release const release;
-    shared_.wait();
+    without_gil([&] { shared_.wait(); });
   }
   bool done() const
   {
@@ -87,20 +116,12 @@ class StreamOp {
   explicit StreamOp(kvikio::StreamFuture f) : future_{std::move(f)} {}
   std::size_t check_bytes_done()
   {
-    py::gil_scoped_release const release;
-    return future_.check_bytes_done();
+    return without_gil([&] { return future_.check_bytes_done(); });
   }
 
  private:
   kvikio::StreamFuture future_;
 };
-
-template <typename F>
-auto without_gil(F&& f)
-{
-  py::gil_scoped_release const release;
-  return f();
-}
 
 // errno -> the Python exception class of a failed system call (see the file's comment); the
 // last entry (errno 0) serves every other errno. Made once, at import, and never freed.
@@ -196,7 +217,7 @@ void bind_file_handle(py::module_& m)
          py::arg("path"),
          py::arg("flags") = "r")
     // close() waits for the handle's running reads and writes: without the GIL.
-    .def("close", &kvikio::FileHandle::close, py::call_guard<py::gil_scoped_release>())
+    .def("close", [](kvikio::FileHandle& f) { without_gil([&] { f.close(); }); })
     .def("closed", &kvikio::FileHandle::closed)
     .def("fd", &kvikio::FileHandle::fd, py::arg("o_direct") = false)
     .def("fd_open_flags", &kvikio::FileHandle::fd_open_flags, py::arg("o_direct") = false)
@@ -377,7 +398,7 @@ void bind_mmap_and_buffers(py::module_& m)
     .def("file_size", &kvikio::MmapHandle::file_size)
     .def("nbytes", &kvikio::MmapHandle::nbytes)
     .def("closed", &kvikio::MmapHandle::closed)
-    .def("close", &kvikio::MmapHandle::close, py::call_guard<py::gil_scoped_release>())
+    .def("close", [](kvikio::MmapHandle& h) { without_gil([&] { h.close(); }); })
     .def("read",
          [](kvikio::MmapHandle& h, std::uintptr_t buf, std::size_t size, std::size_t offset) {
            return without_gil([&] { return h.read(as_ptr(buf), size, offset); });

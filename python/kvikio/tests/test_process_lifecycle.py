@@ -8,8 +8,10 @@ interrupt the wait within a couple of seconds, not when the HTTP timeout ends th
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from conftest import start_server
@@ -59,3 +61,107 @@ def test_an_alarm_interrupts_a_wait_for_a_stalled_read(stalling_server, transpor
     assert child.returncode == 0 and words[:1] == ["INTERRUPTED"], (
         f"exit {child.returncode}\n{child.stdout}\n{child.stderr[-2000:]}")
     assert float(words[1]) < 3.0, child.stdout  # the alarm at 1 s, not the 8 s timeout
+
+
+EXIT_WITH_READS_IN_FLIGHT = r"""
+import sys, threading, time
+import numpy as np
+import kvikio, kvikio.defaults
+
+kvikio.defaults.set({"http_timeout": 8, "http_max_attempts": 1})
+url, path = sys.argv[1], sys.argv[2]
+started = threading.Barrier(4)
+
+def remote():
+    f = kvikio.RemoteFile.open_http(url, 100000)
+    started.wait()
+    f.read(np.empty(1000, np.uint8))  # the server sends headers, then nothing
+
+def local():
+    with kvikio.CuFile(path, "r") as f:
+        buf = np.empty(8 << 20, np.uint8)
+        started.wait()
+        while True:
+            f.read(buf)
+
+def mapped():
+    m = kvikio.Mmap(path, "r")
+    buf = np.empty(8 << 20, np.uint8)
+    started.wait()
+    while True:
+        m.read(buf)
+
+for target in (remote, local, mapped):
+    threading.Thread(target=target, daemon=True).start()
+started.wait()
+time.sleep(0.3)
+print("exiting", flush=True)
+"""
+
+
+@pytest.mark.parametrize("transport", ["LIBCURL_EASY", "LIBCURL_MULTI_POLL"])
+def test_exit_with_reads_in_flight_on_daemon_threads(stalling_server, transport, tmp_path):
+    """The interpreter exits while daemon threads are inside reads of each handle type: the
+    process ends with its own exit code, not an abort (a thread taking the GIL back during
+    finalization is ended by a forced unwind, which must not meet a destructor)."""
+    path = tmp_path / "data"
+    path.write_bytes(bytes(range(256)) * (32 << 12))
+    env = {**os.environ, "KVIKIO_REMOTE_BACKEND": transport}
+    child = subprocess.run(
+        [sys.executable, "-c", EXIT_WITH_READS_IN_FLIGHT, f"{stalling_server}/stall/x", str(path)],
+        capture_output=True, text=True, timeout=60, env=env)
+    assert child.returncode == 0 and child.stdout.split() == ["exiting"], (
+        f"exit {child.returncode}\n{child.stdout}\n{child.stderr[-2000:]}")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_child_of_fork_reads_through_what_its_parent_used(tmp_path, nginx):
+    """fork() after the pool, the rings and both remote transports ran: the child's reads get
+    the right bytes (through the parent's handles and new ones) and the parent's still do."""
+    import numpy as np
+
+    import kvikio
+    import kvikio.defaults
+
+    base, content = nginx
+    served = np.frombuffer(content, np.uint8)
+    data = np.random.default_rng(45).integers(0, 256, 3 << 20, dtype=np.uint8)
+    path = tmp_path / "data"
+    data.tofile(path)
+
+    def reads_right(handle_file):
+        for transport in ("LIBCURL_EASY", "LIBCURL_MULTI_POLL"):
+            with kvikio.defaults.set({"remote_io_backend": transport}):
+                remote = kvikio.RemoteFile.open_http(f"{base}/data.bin")
+                buf = np.full(served.size, 0xEE, np.uint8)
+                if remote.pread(buf, task_size=256 << 10).get() != served.size or \
+                        not np.array_equal(buf, served):
+                    return False
+        for f in (handle_file, kvikio.CuFile(path, "r")):
+            buf = np.full(data.size, 0xEE, np.uint8)
+            if f.pread(buf, task_size=64 << 10).get() != data.size or \
+                    not np.array_equal(buf, data):
+                return False
+        return True
+
+    f = kvikio.CuFile(path, "r")
+    assert reads_right(f)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = 0 if reads_right(f) else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 30
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the child of fork() did not finish its reads within 30 s")
+        time.sleep(0.01)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert reads_right(f)

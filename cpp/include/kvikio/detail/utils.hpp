@@ -42,6 +42,13 @@ namespace kvikio {
 
 namespace kvikio::detail {
 
+/**
+ * @brief How many times this process's ancestry forked since the library was loaded: 0 in the
+ * process that loaded it, one more in each child of `fork()`. State that a child must not share
+ * with its parent (an io_uring ring, threads) remembers the value it was made under.
+ */
+[[nodiscard]] unsigned int fork_generation() noexcept;
+
 /// @brief `s` without leading and trailing white space, in lower case: how settings compare.
 [[nodiscard]] std::string normalize_env_value(std::string_view s);
 

@@ -17,6 +17,7 @@
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 
 #include "thread_ring.hpp"
@@ -123,8 +124,15 @@ ThreadRing* this_thread_ring_object() noexcept
 {
   static std::atomic<bool> logged{false};
   thread_local std::unique_ptr<ThreadRing> ring;
-  thread_local bool refused = false;
+  thread_local unsigned int ring_generation = 0;
+  thread_local bool refused                 = false;
+  if (ring && ring_generation != detail::fork_generation()) {
+    // This thread forked: the ring's queues are shared with the parent's same ring, and closing
+    // it would unregister the parent's buffers. The child leaves it alone and makes its own.
+    (void)ring.release();
+  }
   if (!ring && !refused) {
+    ring_generation = detail::fork_generation();
     try {
       ring = std::make_unique<ThreadRing>();
     } catch (std::exception const& e) {

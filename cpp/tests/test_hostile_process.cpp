@@ -1,0 +1,225 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * The process lifecycle as a careless program meets it: fork() after the library ran (and while
+ * it runs), exit with the pools in use. A child gets working pools, rings and transports, or a
+ * clear error, never a hang or a crash; the parent goes on unaffected. Each case runs in a child
+ * that is killed, and the case failed, if it does not end within its limit.
+ */
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/file_handle.hpp>
+#include <kvikio/utils.hpp>
+#ifdef KVIKIO_LIBCURL_FOUND
+#include <kvikio/remote_handle.hpp>
+
+#include "common/nginx.hpp"
+#endif
+
+#include "common/device.hpp"
+#include "common/temp_dir.hpp"
+
+using kvikio::FileHandle;
+using kvikio::test::pattern;
+using kvikio::test::TempDir;
+using kvikio::test::write_file;
+
+namespace {
+
+constexpr std::uint8_t poison = 0xEE;
+constexpr std::size_t guard   = 64;
+
+// What a child's run ended with: its exit code, or -1 if it was killed for running too long.
+struct ChildEnd {
+  int code;
+  std::string how;
+};
+
+// Runs `body` in a child of fork() and returns how it ended. `body` returns the child's exit
+// code (0: all held); an exception is code 98. The child leaves through std::exit, so the
+// library's static objects are destroyed there as in any program's exit.
+ChildEnd in_child(std::function<int()> const& body,
+                  std::chrono::seconds limit = std::chrono::seconds{30})
+{
+  std::fflush(nullptr);
+  pid_t const pid = ::fork();
+  if (pid == 0) {
+    int code = 99;
+    try {
+      code = body();
+    } catch (std::exception const& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+      code = 98;
+    }
+    std::exit(code);
+  }
+  if (pid < 0) { return {-1, "fork failed"}; }
+  int status       = 0;
+  auto const until = std::chrono::steady_clock::now() + limit;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > until) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return {-1, "the child did not end within " + std::to_string(limit.count()) + " s"};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+  if (WIFSIGNALED(status)) {
+    return {-1, "the child died of signal " + std::to_string(WTERMSIG(status))};
+  }
+  return {WEXITSTATUS(status), "exit code " + std::to_string(WEXITSTATUS(status))};
+}
+
+// Reads `expected.size()` bytes at `offset` of `file` into a poisoned host buffer through the
+// pool (small tasks: many of them); 0 if the bytes and both guards are right, else 1..3.
+int read_and_check(FileHandle& file, std::vector<std::uint8_t> const& expected, std::size_t offset)
+{
+  std::size_t const size = expected.size() - offset;
+  std::vector<std::uint8_t> buf(size + 2 * guard, poison);
+  if (file.pread(buf.data() + guard, size, offset, 64 << 10).get() != size) { return 1; }
+  if (!std::equal(expected.begin() + static_cast<std::ptrdiff_t>(offset),
+                  expected.end(),
+                  buf.begin() + guard)) {
+    return 2;
+  }
+  for (std::size_t i = 0; i < guard; ++i) {
+    if (buf[i] != poison || buf[guard + size + i] != poison) { return 3; }
+  }
+  return 0;
+}
+
+class Fork : public ::testing::Test {
+ protected:
+  void SetUp() override
+  {
+    content_ = pattern(4 << 20, 45);
+    write_file(path_, content_);
+  }
+  TempDir dir_;
+  std::string path_ = dir_.file("data");
+  std::vector<std::uint8_t> content_;
+};
+
+}  // namespace
+
+// The child of a process whose pool ran reads through that pool (the parent's handle and a new
+// one), resizes it and exits; the parent's pool still works afterwards.
+TEST_F(Fork, ChildReadsThroughThePoolItsParentUsed)
+{
+  FileHandle file{path_, "r"};
+  ASSERT_EQ(read_and_check(file, content_, 0), 0);
+  auto const end = in_child([&] {
+    if (int const e = read_and_check(file, content_, 3); e != 0) { return 10 + e; }
+    FileHandle again{path_, "r"};
+    if (int const e = read_and_check(again, content_, 0); e != 0) { return 20 + e; }
+    kvikio::defaults::set_thread_pool_nthreads(kvikio::defaults::thread_pool_nthreads() + 2);
+    if (int const e = read_and_check(again, content_, 5); e != 0) { return 30 + e; }
+    return 0;
+  });
+  EXPECT_EQ(end.code, 0) << end.how << " (1x: the inherited handle, 2x: a new one, 3x: resized)";
+  EXPECT_EQ(read_and_check(file, content_, 7), 0);
+}
+
+// fork() while other threads keep the pool busy: whatever lock a worker held at the fork, the
+// child's reads complete.
+TEST_F(Fork, WhileOtherThreadsRead)
+{
+  FileHandle file{path_, "r"};
+  std::atomic<bool> stop{false};
+  std::atomic<int> parent_errors{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 3; ++t) {
+    readers.emplace_back([&, t] {
+      while (!stop.load()) {
+        if (read_and_check(file, content_, static_cast<std::size_t>(t)) != 0) { ++parent_errors; }
+      }
+    });
+  }
+  for (int i = 0; i < 10; ++i) {
+    auto const end = in_child([&] {
+      FileHandle mine{path_, "r"};
+      return read_and_check(mine, content_, static_cast<std::size_t>(i));
+    });
+    EXPECT_EQ(end.code, 0) << "fork " << i << ": " << end.how;
+  }
+  stop = true;
+  for (auto& r : readers) {
+    r.join();
+  }
+  EXPECT_EQ(parent_errors.load(), 0);
+}
+
+// A device read in the child of a process that used the device ends, with the bytes or with an
+// error (a real driver refuses a context made before the fork), and never hangs.
+TEST_F(Fork, DeviceReadInAChildEnds)
+{
+  if (auto const why = kvikio::test::no_device_reason(); !why.empty()) { GTEST_SKIP() << why; }
+  auto const ctx = kvikio::get_primary_cuda_context(0);
+  kvikio::test::api().CtxPushCurrent(ctx);
+  {
+    kvikio::test::DeviceBuffer dev{content_.size()};
+    FileHandle file{path_, "r"};
+    ASSERT_EQ(file.pread(dev.get(), content_.size(), 0, 1 << 20).get(), content_.size());
+    auto const end = in_child([&] {
+      try {
+        std::size_t const n = file.pread(dev.get(), content_.size(), 0, 1 << 20).get();
+        std::vector<std::uint8_t> back(content_.size());
+        KVIKIO_CUDA_DRIVER_TRY(kvikio::test::api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+        return n == content_.size() && back == content_ ? 0 : 1;
+      } catch (std::exception const& e) {
+        std::fprintf(stderr, "child, device read refused: %s\n", e.what());
+        return 0;
+      }
+    });
+    EXPECT_EQ(end.code, 0) << end.how;
+  }
+  CUcontext popped{};
+  kvikio::test::api().CtxPopCurrent(&popped);
+}
+
+#ifdef KVIKIO_LIBCURL_FOUND
+// Both remote transports in the child of a process that read through them: the child's reads get
+// the right bytes over connections of its own.
+TEST_F(Fork, ChildReadsOverHttpAfterItsParent)
+{
+  kvikio::test::Nginx nginx;
+  write_file(nginx.root() + "/data", content_);
+  auto const url   = nginx.url("data");
+  auto read_remote = [&](kvikio::RemoteBackendType backend) {
+    kvikio::defaults::set_remote_backend(backend);
+    auto handle = kvikio::RemoteHandle::open(url, kvikio::RemoteEndpointType::HTTP);
+    std::vector<std::uint8_t> buf(content_.size() + 2 * guard, poison);
+    if (handle.pread(buf.data() + guard, content_.size(), 0, 256 << 10).get() != content_.size() ||
+        !std::equal(content_.begin(), content_.end(), buf.begin() + guard) ||
+        buf[guard - 1] != poison || buf[guard + content_.size()] != poison) {
+      return 1;
+    }
+    return 0;
+  };
+  auto const before = kvikio::defaults::remote_backend();
+  ASSERT_EQ(read_remote(kvikio::RemoteBackendType::LIBCURL_EASY), 0);
+  ASSERT_EQ(read_remote(kvikio::RemoteBackendType::LIBCURL_MULTI_POLL), 0);
+  auto const end = in_child([&] {
+    return read_remote(kvikio::RemoteBackendType::LIBCURL_EASY) * 10 +
+           read_remote(kvikio::RemoteBackendType::LIBCURL_MULTI_POLL);
+  });
+  EXPECT_EQ(end.code, 0) << end.how << " (10: easy handles, 1: multi-poll)";
+  EXPECT_EQ(read_remote(kvikio::RemoteBackendType::LIBCURL_MULTI_POLL), 0);
+  kvikio::defaults::set_remote_backend(before);
+}
+#endif
