@@ -55,8 +55,8 @@ FileHandle::FileHandle(std::string const& file_path,
     state_ = std::make_unique<detail::FileState>();
     // The file exists now: the O_DIRECT descriptor must neither create nor truncate it again.
     try {
-      fd_direct_ = detail::open_regular_file(
-        file_path, (oflags & ~(O_CREAT | O_TRUNC)) | O_DIRECT, mode, flags);
+      fd_direct_ = detail::reopen_regular_file(
+        fd_, file_path, (oflags & ~(O_CREAT | O_TRUNC)) | O_DIRECT, flags);
     } catch (std::system_error const& e) {
       KVIKIO_LOG_DEBUG("no O_DIRECT for ", file_path, ": ", e.what());
     }

@@ -193,6 +193,24 @@ int open_regular_file(std::string const& file_path,
   return fd;
 }
 
+int reopen_regular_file(int fd, std::string const& file_path, int oflags, std::string const& flags)
+{
+  std::string const what = "Unable to open file \"" + file_path + "\" with flags \"" + flags + "\"";
+  std::string const same = "/proc/self/fd/" + std::to_string(fd);
+  int reopened           = ::open(same.c_str(), oflags);
+  if (reopened < 0 && errno == ENOENT) { reopened = ::open(file_path.c_str(), oflags); }
+  KVIKIO_SYSCALL_CHECK(reopened, what);
+  struct stat first {};
+  struct stat second {};
+  if (::fstat(fd, &first) != 0 || ::fstat(reopened, &second) != 0 ||
+      first.st_dev != second.st_dev || first.st_ino != second.st_ino) {
+    ::close(reopened);
+    throw std::runtime_error(what + ": the path names another file than the one opened first " +
+                             "(replaced while it was opened); open it again");
+  }
+  return reopened;
+}
+
 }  // namespace detail
 
 int open_fd(std::string const& file_path, std::string const& flags, bool o_direct, mode_t mode)

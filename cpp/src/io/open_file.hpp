@@ -30,4 +30,14 @@ int open_regular_file(std::string const& file_path,
                       mode_t mode,
                       std::string const& flags);
 
+/**
+ * @brief A second descriptor, with `oflags`, of the very file `fd` is open on (through
+ * `/proc/self/fd`), whatever `file_path` names by now: a file replaced by a rename between two
+ * opens of its path would leave a handle on two files. Without `/proc`, `file_path` is opened
+ * and must still name that file.
+ * @throws kvikio::GenericSystemError if the open fails; std::runtime_error naming the path if
+ * it names another file than `fd`'s.
+ */
+int reopen_regular_file(int fd, std::string const& file_path, int oflags, std::string const& flags);
+
 }  // namespace kvikio::detail

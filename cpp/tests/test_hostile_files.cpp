@@ -1,0 +1,159 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * Files that change under the library as it opens them: one FileHandle is one file. The handle
+ * opens its path once and takes its O_DIRECT descriptor from that first one; a publisher that
+ * replaces the file by a rename in between (write a temporary, rename it over the name) must not
+ * leave the handle on two files. This binary's own open() does the rename at that very moment:
+ * it wraps the C library's, and when armed, renames the replacement over the path just before
+ * the library opens with O_DIRECT.
+ */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/file_handle.hpp>
+
+#include "common/device.hpp"
+#include "common/temp_dir.hpp"
+
+using kvikio::test::pattern;
+using kvikio::test::read_file;
+using kvikio::test::TempDir;
+using kvikio::test::write_file;
+
+namespace {
+// When set, the next open() with O_DIRECT first renames rename_from over rename_to.
+std::string rename_from;
+std::string rename_to;
+bool armed{false};
+// When set, opening a /proc/self/fd/ path fails with ENOENT, as where /proc is not mounted.
+bool no_proc{false};
+}  // namespace
+
+extern "C" int open(char const* path, int flags, ...)
+{
+  mode_t mode = 0;
+  if ((flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE) {
+    va_list args;
+    va_start(args, flags);
+    mode = static_cast<mode_t>(va_arg(args, unsigned int));
+    va_end(args);
+  }
+  using OpenFn      = int (*)(char const*, int, ...);
+  static auto* real = reinterpret_cast<OpenFn>(::dlsym(RTLD_NEXT, "open"));
+  if (no_proc && std::strncmp(path, "/proc/self/fd/", 14) == 0) {
+    errno = ENOENT;
+    return -1;
+  }
+  if (armed && (flags & O_DIRECT) != 0) {
+    armed = false;
+    if (std::rename(rename_from.c_str(), rename_to.c_str()) != 0) { std::abort(); }
+  }
+  return real(path, flags, mode);
+}
+
+namespace {
+
+class ReplacedWhileOpening : public ::testing::Test {
+ protected:
+  void SetUp() override
+  {
+    write_file(path_, first_);
+    write_file(replacement_, second_);
+    // The file the path names first, kept open here to look at after the rename.
+    original_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(original_, 0);
+    // O_DIRECT must be possible here, or the case tests nothing.
+    int const direct = ::open(path_.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+    if (direct < 0) {
+      GTEST_SKIP() << "no O_DIRECT in " << path_ << "'s file system: nothing to test";
+    }
+    ::close(direct);
+    rename_from = replacement_;
+    rename_to   = path_;
+    armed       = true;
+  }
+  void TearDown() override
+  {
+    armed   = false;
+    no_proc = false;
+    if (original_ >= 0) { ::close(original_); }
+  }
+  [[nodiscard]] std::vector<std::uint8_t> original_bytes() const
+  {
+    std::vector<std::uint8_t> bytes(first_.size());
+    EXPECT_EQ(::pread(original_, bytes.data(), bytes.size(), 0),
+              static_cast<ssize_t>(bytes.size()));
+    return bytes;
+  }
+
+  TempDir dir_;
+  std::string path_        = dir_.file("published");
+  std::string replacement_ = dir_.file("published.tmp");
+  // Whole pages and a tail: an O_DIRECT write takes the pages, the buffered descriptor the tail.
+  std::vector<std::uint8_t> first_  = pattern((1 << 20) + 100, 1);
+  std::vector<std::uint8_t> second_ = pattern((1 << 20) + 100, 2);
+  int original_{-1};
+};
+
+}  // namespace
+
+// Written with the default settings (O_DIRECT for the whole pages): every byte goes to the file
+// the handle opened, none to the file that replaced it; reads see that same file.
+TEST_F(ReplacedWhileOpening, TheHandleStaysOnTheFileItOpened)
+{
+  kvikio::FileHandle file{path_, "r+"};
+  EXPECT_FALSE(armed) << "the library opened no O_DIRECT descriptor: nothing was tested";
+  auto const written = pattern(first_.size(), 3);
+  ASSERT_EQ(file.pwrite(written.data(), written.size(), 0, 1 << 18).get(), written.size());
+  EXPECT_EQ(original_bytes(), written) << "the file the handle opened lacks some bytes";
+  EXPECT_EQ(read_file(path_), second_) << "the file that replaced it was written into";
+  std::vector<std::uint8_t> back(written.size(), 0xEE);
+  kvikio::defaults::set_auto_direct_io_read(true);
+  ASSERT_EQ(file.pread(back.data(), back.size(), 0, 1 << 18).get(), back.size());
+  kvikio::defaults::set_auto_direct_io_read(false);
+  EXPECT_EQ(back, written);
+}
+
+// Where /proc is missing the path is opened again and must name the same file: here it does
+// not, and the open fails with a message naming the path, rather than make a handle on two.
+TEST_F(ReplacedWhileOpening, WithoutProcAReplacedPathFailsTheOpen)
+{
+  no_proc = true;
+  try {
+    kvikio::FileHandle file{path_, "r+"};
+    FAIL() << "a handle was opened on two files";
+  } catch (std::runtime_error const& e) {
+    EXPECT_NE(std::string{e.what()}.find(path_), std::string::npos) << e.what();
+    EXPECT_NE(std::string{e.what()}.find("another file"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(armed);
+  EXPECT_EQ(original_bytes(), first_);
+  EXPECT_EQ(read_file(path_), second_);
+}
+
+// Without the rename, both ways open the one file (the fallback included).
+TEST_F(ReplacedWhileOpening, WithoutProcAnUnchangedPathOpens)
+{
+  armed   = false;
+  no_proc = true;
+  kvikio::FileHandle file{path_, "r"};
+  std::vector<std::uint8_t> back(first_.size(), 0xEE);
+  kvikio::defaults::set_auto_direct_io_read(true);
+  ASSERT_EQ(file.pread(back.data(), back.size(), 0, 1 << 18).get(), back.size());
+  kvikio::defaults::set_auto_direct_io_read(false);
+  EXPECT_EQ(back, first_);
+}
