@@ -285,6 +285,28 @@ TEST_F(Faults, WrongContentRangeIsRefused)
   expect_guards(buf_, 0);  // refused before a byte was written: the whole buffer is untouched
 }
 
+// The object changed size after the handle was opened (the answer's total differs from the
+// open's): refused before a byte is written, saying so, on either transport.
+TEST_F(Faults, AnObjectThatChangedSizeIsRefused)
+{
+  // Opened without a size: the server's answer at the open is the size every range must name.
+  auto h           = RemoteHandle::open(server_.url("resized/x"), RemoteEndpointType::HTTP);
+  std::string what = error_of(h, buf_, 1000, 10);
+  EXPECT_NE(what.find("changed size"), std::string::npos) << what;
+  expect_guards(buf_, 0);
+}
+
+// A server that does not know the total ("bytes first-last/*") is believed for its range.
+TEST_F(Faults, AnUnknownTotalIsAccepted)
+{
+  auto h = handle_for(server_, "unknown-total/x");
+  ASSERT_EQ(h.read(buf_.data() + 64, 3000, 7), 3000U);
+  for (std::size_t i = 0; i < 3000; ++i) {
+    ASSERT_EQ(buf_[64 + i], MisbehavingServer::byte(7 + i)) << i;
+  }
+  expect_guards(buf_, 3000);
+}
+
 TEST_F(Faults, StallHitsTheTimeout)
 {
   kvikio::defaults::set_http_timeout(1);

@@ -331,6 +331,9 @@ class RemoteHandle {
   [[nodiscard]] std::shared_ptr<void> enter(char const* what) const;
   std::unique_ptr<RemoteEndpoint> endpoint_;
   std::size_t nbytes_;
+  // nbytes_ as the server gave it at the open, or 0 where the caller gave the size: every range
+  // answer must name this object size (detail::RangeRequest).
+  std::size_t served_size_{0};
   // set_remote_backend()'s choice, -1 for none; atomic: reads on other threads read it.
   std::atomic<int> backend_{-1};
   // The leases of running reads on the endpoint; null only in a moved-from handle.

@@ -97,6 +97,7 @@ std::size_t MultiPollTransport::num_reactors() const
 }
 
 std::future<std::size_t> MultiPollTransport::pread(RemoteEndpoint& endpoint,
+                                                   std::size_t object_size,
                                                    std::byte* buf,
                                                    std::size_t size,
                                                    std::size_t file_offset,
@@ -120,6 +121,7 @@ std::future<std::size_t> MultiPollTransport::pread(RemoteEndpoint& endpoint,
   for (std::size_t i = 0; i < chunks; ++i) {
     std::size_t const offset = i * task_size;
     transfers.push_back(std::make_unique<Transfer>(endpoint,
+                                                   object_size,
                                                    buf + offset,
                                                    std::min(task_size, size - offset),
                                                    file_offset + offset,

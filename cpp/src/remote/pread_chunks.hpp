@@ -67,12 +67,14 @@ struct Transfer {
   enum class State { queued, running, waiting_retry, draining, ended };
 
   Transfer(RemoteEndpoint& endpoint_,
+           std::size_t object_size_,
            std::byte* dst_,
            std::size_t size_,
            std::size_t file_offset_,
            CUcontext device_context_,
            std::shared_ptr<PreadCompletion> completion_)
     : endpoint{endpoint_},
+      object_size{object_size_},
       dst{dst_},
       size{size_},
       file_offset{file_offset_},
@@ -82,6 +84,7 @@ struct Transfer {
   }
 
   RemoteEndpoint& endpoint;
+  std::size_t object_size;  // as the handle was opened
   std::byte* dst;
   std::size_t size;
   std::size_t file_offset;

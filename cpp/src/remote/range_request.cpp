@@ -23,6 +23,7 @@ RangeRequest::RangeRequest(RemoteEndpoint& endpoint,
                            RemoteSink& sink,
                            std::size_t file_offset,
                            std::size_t size,
+                           std::size_t object_size,
                            InFlight const* owner)
   : endpoint_{endpoint},
     sink_{sink},
@@ -30,7 +31,8 @@ RangeRequest::RangeRequest(RemoteEndpoint& endpoint,
     size_{size},
     owner_{owner},
     expected_range_{"bytes " + std::to_string(file_offset) + "-" +
-                    std::to_string(file_offset + size - 1) + "/"},
+                    std::to_string(file_offset + size - 1) + "/" +
+                    (object_size > 0 ? std::to_string(object_size) : "")},
     retry_{detail::url_for_message(endpoint.str()) + " (" + std::to_string(size) +
            " bytes at offset " + std::to_string(file_offset) + ")"}
 {
@@ -92,9 +94,13 @@ std::optional<std::chrono::milliseconds> RangeRequest::outcome(CurlHandle const&
   long const status = curl.status();
   if (sink_.error()) { std::rethrow_exception(sink_.error()); }
   if (sink_.wrong_range()) {
-    throw std::runtime_error("KvikIO: " + what() + ": the server answered Content-Range \"" +
-                             sink_.content_range() + "\" instead of \"" + expected_range_ +
-                             "...\"");
+    auto const range_end = expected_range_.rfind('/') + 1;
+    bool const resized =
+      sink_.content_range().compare(0, range_end, expected_range_, 0, range_end) == 0;
+    throw std::runtime_error(
+      "KvikIO: " + what() + ": the server answered Content-Range \"" + sink_.content_range() +
+      "\" instead of \"" + expected_range_ + "\"" +
+      (resized ? " (the object changed size since the handle was opened: open it again)" : ""));
   }
   if (sink_.overflowed()) {
     throw std::overflow_error("maybe the server doesn't support file ranges? [KvikIO: " + what() +

@@ -36,10 +36,14 @@ namespace kvikio::detail {
 class RangeRequest {
  public:
   /// @brief Reads the retry settings now: a request keeps the ones it started with.
+  /// `object_size` is the object's size as the server gave it when the handle was opened (0
+  /// where the caller gave the size: then any is accepted): a partial answer whose Content-Range
+  /// gives another (the object changed since) fails the read.
   RangeRequest(RemoteEndpoint& endpoint,
                RemoteSink& sink,
                std::size_t file_offset,
                std::size_t size,
+               std::size_t object_size,
                InFlight const* owner = nullptr);
 
   /// @brief Sets the endpoint's options, the range and the sink's callbacks on `curl` (a fresh

@@ -231,7 +231,8 @@ void MultiPollTransport::Reactor::start(Transfer& t)
     if (!t.sink) {
       t.sink.emplace(t.dst, t.size, t.device_context);
       t.sink->set_nonblocking(waker_);
-      t.request.emplace(t.endpoint, *t.sink, t.file_offset, t.size, t.completion->owner());
+      t.request.emplace(
+        t.endpoint, *t.sink, t.file_offset, t.size, t.object_size, t.completion->owner());
     }
     t.curl.emplace();
     t.request->prepare(*t.curl);

@@ -58,9 +58,10 @@ void get_range(RemoteEndpoint& endpoint,
                detail::RemoteSink& sink,
                std::size_t file_offset,
                std::size_t size,
+               std::size_t object_size,
                detail::InFlight const* owner)
 {
-  detail::RangeRequest request{endpoint, sink, file_offset, size, owner};
+  detail::RangeRequest request{endpoint, sink, file_offset, size, object_size, owner};
   while (true) {
     CurlHandle curl;
     request.prepare(curl);
@@ -83,6 +84,7 @@ void get_range(RemoteEndpoint& endpoint,
 // `lease`: the handle's lease on `endpoint`, held by the caller throughout; the read ends early
 // if the handle is closed.
 std::size_t read_range(RemoteEndpoint& endpoint,
+                       std::size_t object_size,
                        RemoteBackendType backend,
                        void* buf,
                        std::size_t size,
@@ -93,11 +95,18 @@ std::size_t read_range(RemoteEndpoint& endpoint,
   KVIKIO_NVTX_FUNC_RANGE();
   if (backend == RemoteBackendType::LIBCURL_MULTI_POLL) {
     return detail::MultiPollTransport::instance()
-      .pread(endpoint, static_cast<std::byte*>(buf), size, file_offset, size, device_context, lease)
+      .pread(endpoint,
+             object_size,
+             static_cast<std::byte*>(buf),
+             size,
+             file_offset,
+             size,
+             device_context,
+             lease)
       .get();
   }
   detail::RemoteSink sink{buf, size, device_context};
-  get_range(endpoint, sink, file_offset, size, detail::InFlight::owner_of(lease));
+  get_range(endpoint, sink, file_offset, size, object_size, detail::InFlight::owner_of(lease));
   return size;
 }
 
@@ -205,12 +214,14 @@ RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint)
   : endpoint_{std::move(endpoint)}, nbytes_{0}, in_flight_{std::make_unique<detail::InFlight>()}
 {
   KVIKIO_EXPECT(endpoint_ != nullptr, "RemoteHandle: null endpoint", std::invalid_argument);
-  nbytes_ = endpoint_->get_file_size();
+  nbytes_      = endpoint_->get_file_size();
+  served_size_ = nbytes_;
 }
 
 RemoteHandle::RemoteHandle(RemoteHandle&& o) noexcept
   : endpoint_{std::move(o.endpoint_)},
     nbytes_{o.nbytes_},
+    served_size_{o.served_size_},
     backend_{o.backend_.load()},
     in_flight_{std::move(o.in_flight_)}
 {
@@ -220,10 +231,11 @@ RemoteHandle& RemoteHandle::operator=(RemoteHandle&& o) noexcept
 {
   if (this != &o) {
     if (in_flight_ != nullptr) { in_flight_->close_and_wait(); }
-    endpoint_  = std::move(o.endpoint_);
-    nbytes_    = o.nbytes_;
-    backend_   = o.backend_.load();
-    in_flight_ = std::move(o.in_flight_);
+    endpoint_    = std::move(o.endpoint_);
+    nbytes_      = o.nbytes_;
+    served_size_ = o.served_size_;
+    backend_     = o.backend_.load();
+    in_flight_   = std::move(o.in_flight_);
   }
   return *this;
 }
@@ -263,7 +275,8 @@ std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_off
   if (size == 0) { return 0; }
   KVIKIO_EXPECT(buf != nullptr, "RemoteHandle::read: null buffer", std::invalid_argument);
   CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
-  return read_range(*endpoint_, backend(), buf, size, file_offset, device_context, lease);
+  return read_range(
+    *endpoint_, served_size_, backend(), buf, size, file_offset, device_context, lease);
 }
 
 std::future<std::size_t> RemoteHandle::pread(void* buf,
@@ -283,16 +296,22 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
                   "`task_size` must be positive (RemoteHandle::pread got 0)",
                   std::invalid_argument);
     CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
-    return detail::MultiPollTransport::instance().pread(
-      *endpoint_, bytes, size, file_offset, task_size, device_context, std::move(lease));
+    return detail::MultiPollTransport::instance().pread(*endpoint_,
+                                                        served_size_,
+                                                        bytes,
+                                                        size,
+                                                        file_offset,
+                                                        task_size,
+                                                        device_context,
+                                                        std::move(lease));
   }
   return parallel_io(
-    [lease, endpoint = endpoint_.get(), backend = backend(), bytes](
+    [lease, endpoint = endpoint_.get(), served_size = served_size_, backend = backend(), bytes](
       std::size_t buf_offset, std::size_t n, std::size_t offset) {
       void* const buf = bytes + buf_offset;
       CUcontext const device_context =
         is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
-      return read_range(*endpoint, backend, buf, n, offset, device_context, lease);
+      return read_range(*endpoint, served_size, backend, buf, n, offset, device_context, lease);
     },
     size,
     file_offset,
@@ -327,9 +346,9 @@ StreamFuture RemoteHandle::read_async(void* devPtr,
     defaults::task_size(),
     // The pieces land in the stream's pinned staging: host memory, known without asking the
     // driver about each piece.
-    [lease, endpoint = endpoint_.get(), backend = backend()](
+    [lease, endpoint = endpoint_.get(), served_size = served_size_, backend = backend()](
       void* host, std::size_t n, std::size_t offset) {
-      return read_range(*endpoint, backend, host, n, offset, nullptr, lease);
+      return read_range(*endpoint, served_size, backend, host, n, offset, nullptr, lease);
     },
     defaults::thread_pool().get_thread_count(),
     detail::report_stream_ordered(bytes_p, future.error_, "RemoteHandle::read_async"));

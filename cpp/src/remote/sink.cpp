@@ -45,6 +45,21 @@ RemoteSink::~RemoteSink() noexcept
   }
 }
 
+bool RemoteSink::range_as_expected() const noexcept
+{
+  // "bytes <first>-<last>/" as asked, then the object's size: the one expected, if one is
+  // (else any), or "*" (a server that does not know it).
+  auto const range_end = expected_range_.rfind('/') + 1;
+  if (content_range_.size() <= range_end ||
+      content_range_.compare(0, range_end, expected_range_, 0, range_end) != 0) {
+    return false;
+  }
+  std::string_view const total{content_range_.data() + range_end,
+                               content_range_.size() - range_end};
+  return range_end == expected_range_.size() || total == "*" ||
+         total == std::string_view{expected_range_}.substr(range_end);
+}
+
 std::size_t RemoteSink::header_callback(char* data,
                                         std::size_t size,
                                         std::size_t nmemb,
@@ -73,7 +88,7 @@ std::size_t RemoteSink::write_callback(char* data,
     curl_easy_getinfo(static_cast<CURL*>(sink->curl_), CURLINFO_RESPONSE_CODE, &status);
     sink->status_class_ = static_cast<int>(status / 100);
     // A partial answer must be the range asked for: other bytes would be silently wrong data.
-    if (status == 206 && sink->content_range_.rfind(sink->expected_range_, 0) != 0) {
+    if (status == 206 && !sink->range_as_expected()) {
       sink->wrong_range_ = true;
       return 0;  // abort before writing anything
     }

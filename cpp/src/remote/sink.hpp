@@ -81,8 +81,9 @@ class RemoteSink {
 
   /// @brief The transfer about to run: its HTTP status decides where the body goes (the body of
   /// an error response is kept for the message, never written to the destination).
-  /// `expected_range` is the start of the Content-Range a partial (206) answer must carry
-  /// ("bytes <first>-<last>/"): any other range is refused before a byte is written.
+  /// `expected_range` is the Content-Range a partial (206) answer must carry: "bytes
+  /// <first>-<last>/<object size>" (or with the size "*", unknown to the server), or "bytes
+  /// <first>-<last>/" for any size. Any other range or size is refused before a byte is written.
   void attach(void* curl_easy_handle, std::string expected_range)
   {
     curl_           = curl_easy_handle;
@@ -111,7 +112,7 @@ class RemoteSink {
 
   /// @brief The Content-Range value of the last response ("" if none).
   [[nodiscard]] std::string const& content_range() const noexcept { return content_range_; }
-  /// @brief Whether a 206 answer carried another range than the one asked for.
+  /// @brief Whether a 206 answer carried another range or object size than expected.
   [[nodiscard]] bool wrong_range() const noexcept { return wrong_range_; }
   /// @brief The start of an error response's body ("" if none).
   [[nodiscard]] std::string const& error_body() const noexcept { return error_body_; }
@@ -121,6 +122,7 @@ class RemoteSink {
   [[nodiscard]] bool overflowed() const noexcept { return overflowed_; }
 
  private:
+  [[nodiscard]] bool range_as_expected() const noexcept;
   void make_ring();
   [[nodiscard]] bool next_slots_free(std::size_t n);
   void flush();

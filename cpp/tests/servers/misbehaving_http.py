@@ -18,6 +18,9 @@ the first path segment picks the behaviour:
                        the range one byte further
     /whole-as-206/...  answers every range with 206 and the whole object, its Content-Range
                        naming the whole (as some S3 servers answer "bytes=0-0")
+    /resized/...       answers ranges with the right bytes, but its Content-Range names a total
+                       one byte larger than HEAD said (the object changed since it was opened)
+    /unknown-total/... answers ranges with Content-Range "bytes first-last/*"
     /redirect/...      answers 307 to the same path under /ok/ (HEAD and GET)
     /redirect-loop/... answers 307 to itself, forever
     /404/..., /403/... that status
@@ -113,6 +116,10 @@ class Handler(BaseHTTPRequestHandler):
             shifted = DATA[first + 1:last + 2]
             if len(shifted) == len(body):
                 return self._send(206, shifted, f"bytes {first + 1}-{last + 1}/{SIZE}")
+        if kind == "resized":
+            return self._send(206, body, f"bytes {first}-{last}/{SIZE + 1}")
+        if kind == "unknown-total":
+            return self._send(206, body, f"bytes {first}-{last}/*")
         if kind == "whole-as-206":
             return self._send(206, DATA, f"bytes 0-{SIZE - 1}/{SIZE}")
         if kind == "stall":

@@ -37,7 +37,9 @@ class MultiPollTransport {
   static MultiPollTransport& instance();
 
   /**
-   * @brief Reads `size` bytes at `file_offset` of `endpoint` into `buf`: host memory
+   * @brief Reads `size` bytes at `file_offset` of `endpoint`, an object of `object_size` bytes
+   * as the server said at the open (a response that says otherwise fails; 0: not checked),
+   * into `buf`: host memory
    * (`device_context` null) or device memory of that context. The future is ready when every
    * chunk has arrived (or failed: the first error is reported, after the other chunks ended).
    * `endpoint` and `buf` must live until then; `lease` (a RemoteHandle's, detail/in_flight.hpp)
@@ -45,6 +47,7 @@ class MultiPollTransport {
    * once its handle is closing, chunks are not retried and a stalled one is cut (RangeRequest).
    */
   std::future<std::size_t> pread(RemoteEndpoint& endpoint,
+                                 std::size_t object_size,
                                  std::byte* buf,
                                  std::size_t size,
                                  std::size_t file_offset,
