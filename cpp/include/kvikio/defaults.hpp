@@ -106,6 +106,15 @@ inline constexpr Bounds ipc_export_cache_size{0, unbounded};
 inline constexpr Bounds ipc_open_cache_size{0, unbounded};
 }  // namespace bounds
 
+/// @brief The least bounce buffer the library stages through. A smaller bounce_buffer_size() is
+/// accepted (and reported back) as set, but staging uses this much: 1-byte buffers would cut a
+/// read into a copy per byte.
+inline constexpr std::size_t least_staging_size = 64 << 10;
+
+/// @brief The bytes of each pinned bounce buffer: defaults::bounce_buffer_size(), at least
+/// least_staging_size.
+[[nodiscard]] std::size_t staging_buffer_size();
+
 /**
  * @brief Every setting's value, as one plain struct.
  *

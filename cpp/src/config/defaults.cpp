@@ -3,6 +3,7 @@
  */
 #include <kvikio/defaults.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <limits>
@@ -274,6 +275,11 @@ std::size_t defaults::gds_threshold() { return get<&Settings::gds_threshold>(); 
 void defaults::set_gds_threshold(std::size_t nbytes) { set<&Settings::gds_threshold>(nbytes); }
 
 std::size_t defaults::bounce_buffer_size() { return get<&Settings::bounce_buffer_size>(); }
+
+std::size_t detail::staging_buffer_size()
+{
+  return std::max(defaults::bounce_buffer_size(), least_staging_size);
+}
 void defaults::set_bounce_buffer_size(std::size_t nbytes)
 {
   expect_in("set_bounce_buffer_size",

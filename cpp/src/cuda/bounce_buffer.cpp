@@ -78,7 +78,7 @@ std::size_t BounceBufferPool<Allocator>::part_size(std::size_t whole, unsigned s
 template <typename Allocator>
 std::size_t BounceBufferPool<Allocator>::size_now() const
 {
-  std::size_t const whole = defaults::bounce_buffer_size();
+  std::size_t const whole = detail::staging_buffer_size();
   if (shift_ == 0) { return whole; }
   return std::max(part_size(whole, shift_), get_page_size());
 }

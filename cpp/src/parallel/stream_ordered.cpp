@@ -310,7 +310,7 @@ void run_stream_ordered(CUstream stream,
   // overlapped.
   std::size_t const page      = get_page_size();
   std::size_t const k         = defaults::num_bounce_buffers();
-  std::size_t const budget    = threads * defaults::bounce_buffer_size();
+  std::size_t const budget    = threads * detail::staging_buffer_size();
   std::size_t const slot_size = std::max(page, budget / k / page * page);
   std::size_t const num_slots = std::max<std::size_t>(1, std::min(k, budget / slot_size));
   auto op                     = std::make_shared<Operation>();

@@ -119,7 +119,8 @@ def _setting(name: str):
 class ConfigContextManager:
     """Applies ``config`` (name -> value) when made; on ``with`` exit restores the values it
     replaced. All names are checked before anything is set, and a value that fails undoes the
-    ones set before it."""
+    ones set before it. Restoring restores every value, whatever fails, then raises the first
+    failure."""
 
     def __init__(self, config: dict[str, Any]):
         pairs = [(name, _setting(name)) for name in config]
@@ -130,16 +131,25 @@ class ConfigContextManager:
                 setter(config[name])
                 done.append(name)
         except Exception:
-            for name in done:
-                _SETTINGS[name][1](self._old_properties[name])
+            self._restore(done)
             raise
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, type_unused, value, traceback_unused) -> None:
-        for name, old in self._old_properties.items():
-            _SETTINGS[name][1](old)
+        self._restore(self._old_properties)
+
+    def _restore(self, names) -> None:
+        """Restores every one of ``names``, whatever fails; then raises the first failure."""
+        errors = []
+        for name in names:
+            try:
+                _SETTINGS[name][1](self._old_properties[name])
+            except Exception as e:  # noqa: BLE001 - the others are restored first
+                errors.append(e)
+        if errors:
+            raise errors[0]
 
 
 _SET_USAGE = (

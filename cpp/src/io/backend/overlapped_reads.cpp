@@ -246,7 +246,7 @@ std::size_t StagedBackend::overlapped_read_limit() const
 {
   auto const shape = staging_ring_shape();
   return BounceBufferRing<>::slot_size_for(
-    defaults::bounce_buffer_size(), shape.slots, shape.max_slot);
+    detail::staging_buffer_size(), shape.slots, shape.max_slot);
 }
 
 void StagedBackend::read_device_overlapped(LocalFile const& file,

@@ -60,8 +60,7 @@ std::byte* aligned_scratch(std::size_t& size)
   };
   thread_local std::unique_ptr<std::byte, Free> buffer;
   thread_local std::size_t buffer_size = 0;
-  std::size_t const wanted =
-    std::max(defaults::bounce_buffer_size() / get_page_size(), std::size_t{1}) * get_page_size();
+  std::size_t const wanted = detail::staging_buffer_size() / get_page_size() * get_page_size();
   if (buffer_size != wanted) {
     buffer.reset(static_cast<std::byte*>(std::aligned_alloc(get_page_size(), wanted)));
     if (!buffer) { throw std::bad_alloc(); }

@@ -25,7 +25,7 @@ std::size_t io_uring_staging_buffers(std::size_t pool_threads, std::size_t trans
   std::size_t const threads = uring::threads_sharing_the_cores(pool_threads);
   std::size_t const in_flight =
     std::min(io_uring_piece_size() * io_uring_queue_depth() / threads, transfer_bytes);
-  std::size_t const buffer = defaults::bounce_buffer_size();
+  std::size_t const buffer = detail::staging_buffer_size();
   return std::max<std::size_t>((in_flight + buffer - 1) / buffer, 1);
 }
 
