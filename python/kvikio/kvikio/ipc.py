@@ -22,13 +22,16 @@ class MappedRegion:
 
     def __init__(self, region: _lib.ipc.MappedRegion):
         self._region = region
+        self._released = False
 
     @property
     def ptr(self) -> int:
+        self._check_mapped()
         return self._region.ptr
 
     @property
     def nbytes(self) -> int:
+        self._check_mapped()
         return self._region.nbytes
 
     @property
@@ -38,6 +41,12 @@ class MappedRegion:
 
     def release(self) -> None:
         self._region.release()
+        self._released = True
+
+    def _check_mapped(self) -> None:
+        # A released region is no memory at all: refused, not taken as 0 bytes to read into.
+        if self._released:
+            raise ValueError("this MappedRegion was released: its memory is no longer mapped")
 
 
 def export_memory(buf, nbytes: int | None = None) -> IpcHandle:

@@ -19,6 +19,7 @@
 #include <system_error>
 #include <future>
 #include <memory>
+#include <limits>
 #include <optional>
 #include <type_traits>
 #include <string>
@@ -45,6 +46,17 @@ namespace py = pybind11;
 namespace {
 
 void* as_ptr(std::uintptr_t address) { return reinterpret_cast<void*>(address); }
+
+/// `value` as an off_t, which stream-ordered calls take: one past off_t's range is an
+/// OverflowError naming it, not a negative offset.
+off_t as_offset(std::size_t value, char const* call, char const* which)
+{
+  if (value > static_cast<std::size_t>(std::numeric_limits<off_t>::max())) {
+    throw std::overflow_error(std::string{call} + ": " + which + " " + std::to_string(value) +
+                              " is past the largest file offset (2^63-1)");
+  }
+  return static_cast<off_t>(value);
+}
 CUstream as_stream(std::uintptr_t handle) { return reinterpret_cast<CUstream>(handle); }
 
 /// Runs `f` without the GIL and takes the GIL back by a plain call, never in a destructor: in a
@@ -251,8 +263,8 @@ void bind_file_handle(py::module_& m)
            return StreamOp{without_gil([&] {
              return f.read_async(as_ptr(buf),
                                  size,
-                                 static_cast<off_t>(offset),
-                                 static_cast<off_t>(dev_offset),
+                                 as_offset(offset, "CuFile.read_async", "file offset"),
+                                 as_offset(dev_offset, "CuFile.read_async", "device offset"),
                                  as_stream(stream));
            })};
          })
@@ -266,8 +278,8 @@ void bind_file_handle(py::module_& m)
            return StreamOp{without_gil([&] {
              return f.write_async(as_ptr(buf),
                                   size,
-                                  static_cast<off_t>(offset),
-                                  static_cast<off_t>(dev_offset),
+                                  as_offset(offset, "CuFile.write_async", "file offset"),
+                                  as_offset(dev_offset, "CuFile.write_async", "device offset"),
                                   as_stream(stream));
            })};
          });

@@ -103,3 +103,33 @@ def test_registrations_are_harmless(device):
     assert freed % kvikio.defaults.get("bounce_buffer_size") == 0
     assert kvikio.buffer.bounce_buffer_free() == 0
     assert isinstance(kvikio.cufile_driver.is_gds_available(), bool)
+
+
+def test_a_released_region_is_refused_not_taken_as_empty(device, tmp_path):
+    """A MappedRegion after release() maps nothing: using it as a buffer is a ValueError, not a
+    read of 0 bytes reported as success."""
+    data = pattern(4096, 7)
+    path = tmp_path / "data"
+    data.tofile(path)
+    dev = device.array(pattern(4096, 8))
+    region = kvikio.ipc.open(kvikio.ipc.export_memory(dev))
+    assert region.nbytes == 4096
+    region.release()
+    with pytest.raises(ValueError, match="released"):
+        _ = region.ptr
+    with kvikio.CuFile(path, "r") as f, pytest.raises(ValueError, match="released"):
+        f.read(region)
+    assert np.array_equal(device.to_host(dev), pattern(4096, 8))
+    kvikio.ipc.forget(dev)
+    kvikio.ipc.clear()
+
+
+def test_stream_ordered_offsets_past_off_t_are_named_not_negative(device, tmp_path):
+    path = tmp_path / "data"
+    pattern(4096, 9).tofile(path)
+    dev = device.array(pattern(4096, 10))
+    with kvikio.CuFile(path, "r+") as f:
+        for call in (f.read_async, f.write_async):
+            with pytest.raises(OverflowError, match="9223372036854775813"):
+                call(dev, 0, size=100, file_offset=2**63 + 5)
+    assert np.array_equal(device.to_host(dev), pattern(4096, 10))
