@@ -4,6 +4,7 @@
  * File sizes and page-cache helpers.
  */
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -104,6 +105,34 @@ TEST(FileUtils, FileWrapperAndOpenHelpers)
   EXPECT_FALSE(cufile_handle.registered());
   cufile_handle.unregister_handle();  // not registered: nothing to do
   EXPECT_FALSE(cufile_handle.registered());
+}
+
+// A sparse file of 1 TiB with 8 KiB of data: the answer counts every page of the range, the
+// cached ones among the data's, and the work is bounded by the data (a page-per-byte residency
+// vector over the apparent size would hold 256 MiB).
+TEST(FileUtils, PageCacheInfoOfASparseFileCostsItsData)
+{
+  kvikio::test::TempDir dir;
+  auto const path       = dir.file("sparse");
+  std::size_t const big = std::size_t{1} << 40;
+  std::size_t const at  = big / 2;
+  int const fd          = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  if (::ftruncate(fd, static_cast<off_t>(big)) != 0) {
+    ::close(fd);
+    GTEST_SKIP() << "this file system refuses a 1 TiB sparse file: nothing to test";
+  }
+  auto const data = kvikio::test::pattern(8192, 47);
+  ASSERT_EQ(::pwrite(fd, data.data(), data.size(), static_cast<off_t>(at)), 8192);
+  rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
+  auto const [cached, total] = kvikio::get_page_cache_info(fd);
+  rusage after{};
+  ::getrusage(RUSAGE_SELF, &after);
+  ::close(fd);
+  EXPECT_EQ(total, big / kvikio::get_page_size());
+  EXPECT_EQ(cached, 8192 / kvikio::get_page_size()) << "the written pages are in the cache";
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 32L << 10) << "KiB of memory more at the peak";
 }
 
 TEST(FileUtils, PageCacheInfoAfterReadAndDrop)

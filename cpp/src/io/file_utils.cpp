@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -242,6 +243,32 @@ std::size_t get_file_size(std::string const& file_path)
   return static_cast<std::size_t>(st.st_size);
 }
 
+namespace {
+
+// The pages of [start, end) of `fd` that are in the page cache, looked at through mappings of at
+// most `window` bytes at a time (mincore() reports residency of a mapping's pages; mapping
+// reads nothing in).
+std::size_t count_resident(int fd, std::size_t start, std::size_t end)
+{
+  constexpr std::size_t window = std::size_t{1} << 30;
+  std::size_t const page       = get_page_size();
+  std::vector<unsigned char> resident;
+  std::size_t cached = 0;
+  for (std::size_t at = start; at < end; at += window) {
+    std::size_t const span = std::min(window, end - at);
+    void* mapping          = ::mmap(nullptr, span, PROT_READ, MAP_SHARED, fd, convert_size2off(at));
+    KVIKIO_SYSCALL_CHECK(mapping, "mmap for mincore failed", MAP_FAILED);
+    detail::ScopeExit unmap{[&] { ::munmap(mapping, span); }};
+    resident.resize((span + page - 1) / page);
+    KVIKIO_SYSCALL_CHECK(::mincore(mapping, span, resident.data()), "mincore failed");
+    cached += static_cast<std::size_t>(std::count_if(
+      resident.begin(), resident.end(), [](unsigned char v) { return (v & 1U) != 0; }));
+  }
+  return cached;
+}
+
+}  // namespace
+
 std::pair<std::size_t, std::size_t> get_page_cache_info(int fd,
                                                         std::size_t offset,
                                                         std::size_t length)
@@ -251,16 +278,25 @@ std::pair<std::size_t, std::size_t> get_page_cache_info(int fd,
   if (offset >= file_size) { return {0, 0}; }
   std::size_t const start = detail::align_down(offset, page);
   std::size_t const end = length == 0 || length >= file_size - offset ? file_size : offset + length;
-  std::size_t const span = end - start;
-  // mincore() reports residency of a mapping's pages; mapping reads nothing in.
-  void* mapping = ::mmap(nullptr, span, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
-  KVIKIO_SYSCALL_CHECK(mapping, "mmap for mincore failed", MAP_FAILED);
-  detail::ScopeExit unmap{[&] { ::munmap(mapping, span); }};
-  std::vector<unsigned char> resident((span + page - 1) / page);
-  KVIKIO_SYSCALL_CHECK(::mincore(mapping, span, resident.data()), "mincore failed");
-  auto const cached =
-    std::count_if(resident.begin(), resident.end(), [](unsigned char v) { return (v & 1U) != 0; });
-  return {static_cast<std::size_t>(cached), resident.size()};
+  std::size_t const pages = (end - start + page - 1) / page;
+  // Only the file's data is looked at (SEEK_DATA, SEEK_HOLE): the pages of its holes count as not
+  // cached, so that a sparse file costs time and memory by its data, not its apparent size.
+  std::size_t cached  = 0;
+  std::size_t counted = start;  // pages before this are counted
+  while (counted < end) {
+    off_t const data = ::lseek(fd, convert_size2off(counted), SEEK_DATA);
+    if (data < 0 && errno == ENXIO) { break; }  // no data from here on
+    KVIKIO_SYSCALL_CHECK(data, "lseek(SEEK_DATA) failed (fd " + std::to_string(fd) + ")");
+    auto const from = std::max(counted, detail::align_down(static_cast<std::size_t>(data), page));
+    if (from >= end) { break; }
+    off_t const hole = ::lseek(fd, data, SEEK_HOLE);
+    KVIKIO_SYSCALL_CHECK(hole, "lseek(SEEK_HOLE) failed (fd " + std::to_string(fd) + ")");
+    auto const to = std::min(end, detail::align_up(static_cast<std::size_t>(hole), page));
+    if (to <= from) { break; }  // the file shrank meanwhile
+    cached += count_resident(fd, from, to);
+    counted = to;
+  }
+  return {cached, pages};
 }
 
 std::pair<std::size_t, std::size_t> get_page_cache_info(std::string const& file_path,
