@@ -1042,11 +1042,11 @@ TEST_F(OnDevice, BounceBufferPoolReturnsAndResizes)
 {
   auto& pool = kvikio::BounceBufferPool<>::instance();
   pool.clear();
-  kvikio::defaults::set_bounce_buffer_size(1 << 16);
+  kvikio::defaults::set_bounce_buffer_size(1 << 17);
   {
     auto a = pool.get();
     auto b = pool.get();
-    EXPECT_EQ(a.size(), 1U << 16);
+    EXPECT_EQ(a.size(), 1U << 17);
     EXPECT_NE(a.get(), b.get());
     EXPECT_EQ(pool.num_free_buffers(), 0U);
   }
@@ -1055,10 +1055,10 @@ TEST_F(OnDevice, BounceBufferPoolReturnsAndResizes)
     auto c = pool.get();  // reused
     EXPECT_EQ(pool.num_free_buffers(), 1U);
   }
-  kvikio::defaults::set_bounce_buffer_size(1 << 15);
+  kvikio::defaults::set_bounce_buffer_size(1 << 16);
   {
     auto d = pool.get();  // the old ones no longer fit and are freed
-    EXPECT_EQ(d.size(), 1U << 15);
+    EXPECT_EQ(d.size(), 1U << 16);
     EXPECT_EQ(pool.num_free_buffers(), 0U);
   }
   EXPECT_EQ(pool.clear(), pool.buffer_size());  // one buffer, in bytes
@@ -1133,3 +1133,46 @@ TEST_F(OnDevice, DeviceReadChunksAreSharedByThePoolThreads)
 }
 
 }  // namespace
+
+// A device read that reaches the end of the file leaves the bytes that exist in the destination
+// and nothing past the request, as a host read does, whatever the backend, task size or
+// O_DIRECT setting; the error names the end of file.
+TEST_F(OnDevice, ADeviceReadPastTheEndKeepsTheBytesThatExist)
+{
+  TempDir dir;
+  auto const path        = dir.file("f");
+  std::size_t const have = (2 << 20) + 123;
+  auto const content     = pattern(have + 4096, 48);
+  write_file(path, content);
+  std::size_t const offset = 4096;  // (2 MiB + 123) bytes exist from here
+  std::size_t const ask    = 3 << 20;
+  std::size_t const guard  = 4096;
+  for (bool const direct : {false, true}) {
+    for (std::size_t const task : {std::size_t{1} << 20, std::size_t{4} << 20}) {
+      kvikio::defaults::set_auto_direct_io_read(direct);
+      kvikio::test::DeviceBuffer dev{ask + guard};
+      KVIKIO_CUDA_DRIVER_TRY(api().MemsetD8(dev.ptr, poison, ask + guard));
+      FileHandle f{path, "r"};
+      try {
+        (void)f.pread(dev.get(), ask, offset, task).get();
+        ADD_FAILURE() << "a read past the end succeeded";
+      } catch (kvikio::CUfileException const& e) {
+        EXPECT_NE(std::string{e.what()}.find("EOF"), std::string::npos) << e.what();
+      }
+      std::vector<std::uint8_t> back(ask + guard);
+      KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+      std::size_t first_wrong = have;
+      for (std::size_t i = 0; i < have; ++i) {
+        if (back[i] != content[offset + i]) {
+          first_wrong = i;
+          break;
+        }
+      }
+      EXPECT_EQ(first_wrong, have)
+        << "direct " << direct << ", task " << task << ": the existing bytes stop short";
+      EXPECT_TRUE(std::all_of(back.begin() + have, back.end(), [](auto b) { return b == poison; }))
+        << "direct " << direct << ", task " << task << ": bytes past the end were written";
+    }
+  }
+  kvikio::defaults::set_auto_direct_io_read(false);
+}

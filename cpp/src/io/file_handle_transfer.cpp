@@ -155,6 +155,30 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
       pool,
       alignment);
   }
+  if (reading && file_offset + size > state->nbytes.load()) {
+    // Past the size the handle knows: a device read that reaches the end of the file reads the
+    // bytes that exist first, so that the destination holds them as a host read leaves them
+    // (the staged backends fail a chunk that reaches the end as a whole), then fails as a read
+    // that reached the end. The caller waits for those bytes here, as for any failed read.
+    std::size_t const now = get_file_size(file.fd);
+    if (file_offset + size > now) {
+      std::size_t const exist = now > file_offset ? now - file_offset : 0;
+      return done_here([&]() -> std::size_t {
+        if (exist > 0) {
+          (void)parallel_transfer(dir,
+                                  buf,
+                                  exist,
+                                  file_offset,
+                                  task_size,
+                                  gds_threshold,
+                                  sync_default_stream,
+                                  thread_pool)
+            .get();
+        }
+        detail::throw_read_past_end(file.fd, size, file_offset);
+      });
+    }
+  }
   bool const cufile   = file.cufile != nullptr;
   auto* const backend = &detail::device_backend(reading, size, file);
   CUcontext ctx       = get_context_from_pointer(buf);
