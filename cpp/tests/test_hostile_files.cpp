@@ -7,11 +7,20 @@
  * leave the handle on two files. This binary's own open() does the rename at that very moment:
  * it wraps the C library's, and when armed, renames the replacement over the path just before
  * the library opens with O_DIRECT.
+ *
+ * Also files that shrink under a mapping: this binary's fstat(), when armed, truncates the file
+ * just after it reports the size, so that an MmapHandle copy that checked the size then touches
+ * pages past the new end (SIGBUS).
  */
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include <cstdarg>
 #include <cstdint>
@@ -25,6 +34,7 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/file_handle.hpp>
+#include <kvikio/mmap.hpp>
 
 #include "common/device.hpp"
 #include "common/temp_dir.hpp"
@@ -41,7 +51,20 @@ std::string rename_to;
 bool armed{false};
 // When set, opening a /proc/self/fd/ path fails with ENOENT, as where /proc is not mounted.
 bool no_proc{false};
+// When not -1, the next fstat() truncates this descriptor's file to shrink_to after it answers.
+std::atomic<int> shrink_fd{-1};
+off_t shrink_to{0};
 }  // namespace
+
+extern "C" int fstat(int fd, struct stat* st)
+{
+  using FstatFn     = int (*)(int, struct stat*);
+  static auto* real = reinterpret_cast<FstatFn>(::dlsym(RTLD_NEXT, "fstat"));
+  int const result  = real(fd, st);
+  int const target  = shrink_fd.exchange(-1);
+  if (target >= 0 && ::ftruncate(target, shrink_to) != 0) { std::abort(); }
+  return result;
+}
 
 extern "C" int open(char const* path, int flags, ...)
 {
@@ -156,4 +179,74 @@ TEST_F(ReplacedWhileOpening, WithoutProcAnUnchangedPathOpens)
   ASSERT_EQ(file.pread(back.data(), back.size(), 0, 1 << 18).get(), back.size());
   kvikio::defaults::set_auto_direct_io_read(false);
   EXPECT_EQ(back, first_);
+}
+
+namespace {
+
+class ShrinksUnderAMapping : public ::testing::Test {
+ protected:
+  void SetUp() override
+  {
+    write_file(path_, content_);
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd_, 0);
+  }
+  void TearDown() override
+  {
+    shrink_fd = -1;
+    ::close(fd_);
+  }
+  TempDir dir_;
+  std::string path_                        = dir_.file("mapped");
+  std::vector<std::uint8_t> const content_ = pattern(1 << 20, 4);
+  int fd_{-1};
+};
+
+}  // namespace
+
+// The file shrinks after the read checked its size, before the copy touches the pages: the
+// copy faults (SIGBUS), and the read fails with an error saying so instead of killing the
+// process.
+TEST_F(ShrinksUnderAMapping, ACopyThatFaultsIsAnError)
+{
+  kvikio::MmapHandle mapped{path_, "r"};
+  std::vector<std::uint8_t> buf(content_.size());
+  shrink_to = 4096;
+  shrink_fd = fd_;
+  try {
+    (void)mapped.read(buf.data(), buf.size(), 0);
+    FAIL() << "a copy from pages past the end succeeded";
+  } catch (std::out_of_range const& e) {
+    EXPECT_NE(std::string{e.what()}.find("SIGBUS"), std::string::npos) << e.what();
+    EXPECT_NE(std::string{e.what()}.find(path_), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(shrink_fd.load(), -1) << "the read never asked the file's size";
+  // The handle goes on: what still exists reads.
+  std::vector<std::uint8_t> head(4096, 0xEE);
+  EXPECT_EQ(mapped.read(head.data(), head.size(), 0), head.size());
+  EXPECT_TRUE(std::equal(head.begin(), head.end(), content_.begin()));
+}
+
+// A SIGBUS outside the library's copies is not swallowed: once the library's handler is in
+// place, a program that touches a mapping past its file's end still dies of SIGBUS.
+TEST_F(ShrinksUnderAMapping, ASigbusElsewhereStillEndsTheProcess)
+{
+  {
+    kvikio::MmapHandle mapped{path_, "r"};
+    std::vector<std::uint8_t> buf(4096);
+    ASSERT_EQ(mapped.read(buf.data(), buf.size(), 0), buf.size());  // a guarded copy ran
+  }
+  pid_t const child = ::fork();
+  if (child == 0) {
+    void* const map = ::mmap(nullptr, 1 << 20, PROT_READ, MAP_SHARED, fd_, 0);
+    if (map == MAP_FAILED || ::ftruncate(fd_, 0) != 0) { ::_exit(3); }
+    volatile auto const* bytes = static_cast<std::uint8_t const*>(map);
+    std::uint8_t const touched = bytes[8192];
+    ::_exit(touched == 0 ? 4 : 5);  // the touch must not return
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS)
+    << "the child ended with status " << status;
 }

@@ -4,11 +4,14 @@
 #include <kvikio/mmap.hpp>
 
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <stdexcept>
 #include <utility>
@@ -40,15 +43,84 @@ struct MappedRange {
 
 namespace {
 
+// A file that shrinks under its mapping makes the pages past its new end fault (SIGBUS) when a
+// copy touches them. Copies from a mapping run under a guard: this thread's jump buffer and the
+// source range, which the library's SIGBUS handler (installed with the first guarded copy, in
+// front of whatever handler was there) jumps back to for a fault inside that range; any other
+// SIGBUS goes to the previous handler. Initial-exec TLS: the handler must not allocate it.
+__attribute__((tls_model("initial-exec"))) thread_local sigjmp_buf* bus_guard{nullptr};
+__attribute__((tls_model("initial-exec"))) thread_local std::byte const* guarded_first{nullptr};
+__attribute__((tls_model("initial-exec"))) thread_local std::byte const* guarded_end{nullptr};
+struct sigaction previous_bus_handler {};
+
+void on_sigbus(int sig, siginfo_t* info, void* context)
+{
+  auto const* addr = static_cast<std::byte const*>(info->si_addr);
+  if (bus_guard != nullptr && addr >= guarded_first && addr < guarded_end) {
+    siglongjmp(*bus_guard, 1);
+  }
+  if ((previous_bus_handler.sa_flags & SA_SIGINFO) != 0) {
+    previous_bus_handler.sa_sigaction(sig, info, context);
+  } else if (previous_bus_handler.sa_handler == SIG_DFL ||
+             previous_bus_handler.sa_handler == SIG_IGN) {
+    // The faulting access runs again as this returns, and then ends the process as before.
+    ::signal(SIGBUS, SIG_DFL);
+  } else {
+    previous_bus_handler.sa_handler(sig);
+  }
+}
+
+// memcpy from a mapping; false if the source faulted (SIGBUS) before the copy ended.
+bool copy_from_mapping(std::byte* dst, std::byte const* src, std::size_t size)
+{
+  static bool const installed = [] {
+    struct sigaction action {};
+    action.sa_sigaction = on_sigbus;
+    // SA_NODEFER: the jump out of the handler leaves SIGBUS unblocked without saving the mask
+    // at each guarded copy (sigsetjmp(..., 0) makes no system call).
+    action.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    return ::sigaction(SIGBUS, &action, &previous_bus_handler) == 0;
+  }();
+  if (!installed) {
+    std::memcpy(dst, src, size);
+    return true;
+  }
+  sigjmp_buf jump;
+  if (sigsetjmp(jump, 0) != 0) {
+    bus_guard = nullptr;
+    return false;
+  }
+  guarded_first = src;
+  guarded_end   = src + size;
+  bus_guard     = &jump;
+  // The handler reads the guard: the stores are not to be moved past the copy, nor dropped.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  std::memcpy(dst, src, size);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  bus_guard = nullptr;
+  return true;
+}
+
+[[noreturn]] void throw_shrank_while_copying(detail::MappedRange const& range,
+                                             std::size_t size,
+                                             std::size_t offset)
+{
+  struct stat st {};
+  std::string const now = ::fstat(range.fd, &st) == 0 ? std::to_string(st.st_size) : "unknown";
+  throw std::out_of_range("MmapHandle: " + range.path + " shrank to " + now +
+                          " bytes while " + std::to_string(size) + " bytes at offset " +
+                          std::to_string(offset) + " were copied from its mapping (SIGBUS)");
+}
+
 void copy_out(detail::MappedRange const& range,
               std::byte* dst,
               std::size_t size,
               std::size_t offset,
               bool device)
 {
-  // Mapped pages past the file's end fault (SIGBUS) when touched: a file shrunk since it was
-  // mapped is an error here, just before the copy (one that shrinks during the copy still
-  // faults: docs/design.md).
+  // A file shrunk since it was mapped is an error here, before the copy; one that shrinks during
+  // the copy is caught by the copy's guard.
   struct stat st {};
   KVIKIO_SYSCALL_CHECK(::fstat(range.fd, &st), "fstat(\"" + range.path + "\")");
   KVIKIO_EXPECT(offset + size <= static_cast<std::size_t>(st.st_size),
@@ -58,7 +130,7 @@ void copy_out(detail::MappedRange const& range,
                 std::out_of_range);
   auto const* src = range.first + (offset - range.offset);
   if (!device) {
-    std::memcpy(dst, src, size);
+    if (!copy_from_mapping(dst, src, size)) { throw_shrank_while_copying(range, size, offset); }
     return;
   }
   // Mapped pages are pageable: stage them through the ring's pinned slots (pageable copies are
@@ -70,7 +142,10 @@ void copy_out(detail::MappedRange const& range,
   BounceBufferRing<> ring{defaults::num_bounce_buffers()};
   for (std::size_t done = 0; done < size;) {
     std::size_t const n = std::min(ring.slot_size(), size - done);
-    std::memcpy(ring.next(), src + done, n);
+    if (!copy_from_mapping(static_cast<std::byte*>(ring.next()), src + done, n)) {
+      ring.finish();  // the copies of the slots before it go on to the device first
+      throw_shrank_while_copying(range, size, offset);
+    }
     ring.submit_h2d(convert_void2deviceptr(dst + done), n, stream);
     done += n;
   }
