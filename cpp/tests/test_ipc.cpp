@@ -30,6 +30,7 @@
 #include <gtest/gtest.h>
 
 #include <kvikio/defaults.hpp>
+#include <kvikio/detail/ipc.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/ipc.hpp>
 #include <kvikio/utils.hpp>
@@ -228,6 +229,26 @@ TEST_F(Ipc, BadExportsAreRejected)
   } catch (std::invalid_argument const& e) {
     EXPECT_NE(std::string{e.what()}.find("leave the allocation"), std::string::npos) << e.what();
   }
+}
+
+// A handle of this process whose allocation was freed names nothing: open() refuses it (the
+// address may hold another allocation by now), and the new allocation's own handle opens.
+TEST_F(Ipc, AStaleHandleOfThisProcessIsRefused)
+{
+  CUdeviceptr first{};
+  KVIKIO_CUDA_DRIVER_TRY(api().MemAlloc(&first, nbytes));
+  auto const old = ipc::export_memory(reinterpret_cast<void*>(first), nbytes);
+  ipc::forget(reinterpret_cast<void*>(first));
+  KVIKIO_CUDA_DRIVER_TRY(api().MemFree(first));
+  DeviceBuffer second{nbytes};
+  try {
+    (void)ipc::open(old);
+    FAIL() << "a stale handle of this process opened";
+  } catch (kvikio::CUfileException const& e) {
+    EXPECT_NE(std::string{e.what()}.find("stale"), std::string::npos) << e.what();
+  }
+  auto const fresh = ipc::export_memory(second.get(), nbytes);
+  EXPECT_EQ(ipc::open(fresh).get(), second.get());
 }
 
 TEST_F(Ipc, SameProcessOpenIsTheOriginalPointer)
@@ -459,6 +480,33 @@ TEST_F(Ipc, DISABLED_Consumer)
     EXPECT_EQ(mismatches.load(), 0);
     EXPECT_LE(ipc::open_cache_stats().entries, 2U);
     kvikio::defaults::set_ipc_open_cache_size(128);
+  }
+
+  // A handle altered to claim twice its allocation and sealed again: its range is checked
+  // against what the driver mapped, when the mapping is made and when it is found cached.
+  {
+    auto altered = h[1];
+    altered.alloc_size *= 2;
+    altered.length = altered.alloc_size;
+    ipc::detail::seal(altered);
+    for (bool const cached : {false, true}) {
+      if (cached) {
+        (void)ipc::open(h[1]);
+      }  // the true handle maps it, and it stays cached
+      else {
+        ipc::clear();
+      }
+      try {
+        (void)ipc::open(altered);
+        ADD_FAILURE() << "an altered handle's range was trusted past the mapping, cached "
+                      << cached;
+      } catch (std::invalid_argument const& e) {
+        EXPECT_NE(std::string{e.what()}.find("altered"), std::string::npos) << e.what();
+      }
+    }
+    auto head = pattern(nbytes, 1);
+    head.resize(16);
+    EXPECT_EQ(read_device(ipc::open(h[1]).get(), 16), head);
   }
 
   // The producer frees allocation 2 and allocates again (often at the same address): the new

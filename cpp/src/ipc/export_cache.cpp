@@ -204,6 +204,20 @@ CacheStats export_cache_stats() { return export_cache().stats(); }
 
 namespace detail {
 void clear_export_cache() { export_cache().clear(); }
+
+void check_own_allocation(IpcHandle const& h, std::string const& what)
+{
+  Allocation now;
+  try {
+    now = allocation_of(reinterpret_cast<void const*>(h.alloc_base));
+  } catch (std::exception const&) {  // no device memory there any more
+  }
+  if (now.base != h.alloc_base || now.size != h.alloc_size || now.buffer_id != h.buffer_id) {
+    throw CUfileException(
+      what + ": the allocation this handle names (" + std::to_string(h.alloc_size) + " bytes at " +
+      std::to_string(h.alloc_base) + ") was freed; the handle is stale and maps nothing");
+  }
+}
 }  // namespace detail
 
 }  // namespace kvikio::ipc

@@ -49,6 +49,7 @@ struct Entry {
   State state{State::opening};
   CUcontext ctx{};
   CUdeviceptr mapped{};
+  std::size_t mapped_size{0};  // as the driver maps it: no handle's range goes past it
   std::size_t users{0};
   bool cached{true};  // false once out of the table (stale, evicted, invalidated): unmap at 0 users
   bool drop_when_open{false};  // invalidated or cleared while being opened
@@ -85,6 +86,7 @@ class ImportCache {
           opened_.wait(lock);
           continue;
         }
+        check_within_mapping(h, e->mapped_size);
         ++e->users;
         lru_.splice(lru_.begin(), lru_, e->lru);
         ++stats_.hits;
@@ -119,6 +121,15 @@ class ImportCache {
       if (r == CUDA_ERROR_ALREADY_MAPPED) {  // a mapping of this producer overlaps: drop idle ones
         invalidate(h.producer, true);
         r = driver_open(e->ctx, h, e->mapped);
+      }
+      if (r == CUDA_SUCCESS) {
+        try {
+          e->mapped_size = mapped_size_of(e->ctx, e->mapped);
+          check_within_mapping(h, e->mapped_size);
+        } catch (...) {
+          unmap({e});
+          throw;
+        }
       }
     } catch (...) {
       abandon(e);
@@ -254,6 +265,27 @@ class ImportCache {
     opened_.notify_all();
   }
 
+  static std::size_t mapped_size_of(CUcontext ctx, CUdeviceptr mapped)
+  {
+    PushAndPopContext const context{ctx};
+    CUdeviceptr base{};
+    std::size_t size{};
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().MemGetAddressRange(&base, &size, mapped));
+    return size - (mapped - base);
+  }
+
+  // A handle's range is trusted no further than the mapping the driver made: a handle altered
+  // and sealed again may claim a larger allocation than the producer's.
+  static void check_within_mapping(IpcHandle const& h, std::size_t mapped_size)
+  {
+    KVIKIO_EXPECT(h.offset <= mapped_size && h.length <= mapped_size - h.offset,
+                  "kvikio::ipc::open: the handle's " + std::to_string(h.length) +
+                    " bytes at offset " + std::to_string(h.offset) + " leave the " +
+                    std::to_string(mapped_size) +
+                    " bytes the producer's allocation maps to (a handle altered after it was made)",
+                  std::invalid_argument);
+  }
+
   static CUresult driver_open(CUcontext ctx, IpcHandle const& h, CUdeviceptr& mapped)
   {
     PushAndPopContext const context{ctx};
@@ -282,6 +314,7 @@ MappedRegion open(IpcHandle const& handle)
 {
   detail::check_handle(handle, "kvikio::ipc::open");
   if (handle.producer == ProducerId::self()) {  // our own allocation: nothing to map
+    detail::check_own_allocation(handle, "kvikio::ipc::open");
     return MappedRegion{
       reinterpret_cast<void*>(handle.alloc_base + handle.offset), handle.length, nullptr};
   }

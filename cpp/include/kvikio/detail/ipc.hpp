@@ -38,6 +38,11 @@ void check_handle(IpcEventHandle const& h, std::string const& what);
 /// @throws std::invalid_argument if no device of this process has it.
 [[nodiscard]] CUcontext context_of_device(std::array<std::uint8_t, 16> const& uuid);
 
+/// @brief Throws CUfileException (prefixed with `what`) unless the allocation a handle of this
+/// process names is still the one it was made from (same start, size and buffer id): a handle
+/// outlives its allocation, and the address may hold another one by now.
+void check_own_allocation(IpcHandle const& h, std::string const& what);
+
 /// @brief Empties the export cache and zeroes its counters (for ipc::clear()).
 void clear_export_cache();
 
