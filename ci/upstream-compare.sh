@@ -19,6 +19,9 @@
 #           "8 16": pread(2), plus one copy and its wait per read for device memory). The order of
 #           the libraries alternates between rounds. Its table: ci/reader-table.py.
 # LOCAL=0, REMOTE=0, DEFAULTS=0, READER=0 leave a part out.
+# BEFORE=<dir> adds an earlier build of this project as library "before" (the same harnesses
+# and its lib/ in that folder, found through their RUNPATH $ORIGIN/lib), interleaved with the
+# others: the regression check of a change (ci/reader-table.py shows ours / before).
 # OURS_VARIANTS="name:VAR=value,VAR=value name2:..." adds ours with those settings to the local
 # rows (e.g. "posix:KVIKIO_LOCAL_IO_BACKEND=posix"), OURS_REMOTE_VARIANTS likewise to the remote
 # rows.
@@ -89,12 +92,20 @@ run_variant() {
     exit $status
   ) || status=1
 }
-bin_of() { if [[ $1 == upstream ]]; then echo "$cmp/upstream/bin"; else echo "$cmp/ours"; fi; }
+bin_of() {
+  case $1 in
+    upstream) echo "$cmp/upstream/bin" ;;
+    before) echo "$BEFORE" ;;
+    *) echo "$cmp/ours" ;;
+  esac
+}
+libs=(upstream ours)
+[[ -n ${BEFORE:-} ]] && libs=(upstream before ours)
 
 threads=${THREADS:-1,2,4,8,16}
 for round in $(seq 1 "${ROUNDS:-2}"); do
   echo "=== round $round" >>"$log"
-  for lib in upstream ours; do
+  for lib in "${libs[@]}"; do
     [[ ${LOCAL:-1} == 1 ]] &&
       KVIKIO_COMPAT_MODE=ON run "$lib" "$(bin_of $lib)/pread_bench" "$lib" "$file" 4 "$threads" 5
   done
@@ -106,7 +117,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
   done
   for backend in EASY_THREADPOOL MULTI_POLL; do
     [[ ${REMOTE:-1} == 1 ]] || break
-    for lib in upstream ours; do
+    for lib in "${libs[@]}"; do
       KVIKIO_COMPAT_MODE=ON KVIKIO_REMOTE_IO_BACKEND=$backend \
         run "$lib" "$(bin_of $lib)/remote_bench" "$lib/$backend" http://127.0.0.1:18090/obj.bin 4 \
         "$threads" 3
@@ -117,14 +128,17 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
         "$threads" 3
     done
   done
-  for lib in upstream ours; do
+  for lib in "${libs[@]}"; do
     [[ ${DEFAULTS:-1} == 1 ]] && run "$lib" "$(bin_of $lib)/defaults_read" "$lib" "$file" 3
   done
   # The order alternates between rounds: the run second in a round has read lower with the same
   # code (4-24% in some rows), so neither library may always come second.
-  libs="upstream ours"
-  ((round % 2 == 0)) && libs="ours upstream"
-  for lib in $libs; do
+  order=("${libs[@]}")
+  if ((round % 2 == 0)); then
+    order=()
+    for ((i = ${#libs[@]} - 1; i >= 0; i--)); do order+=("${libs[$i]}"); done
+  fi
+  for lib in "${order[@]}"; do
     [[ ${READER:-1} == 1 ]] || break
     for mem in device host; do
       KVIKIO_COMPAT_MODE=ON run "$lib" "$(bin_of $lib)/reader_workload" "$lib" "$file" "$mem" 4 8 8 \

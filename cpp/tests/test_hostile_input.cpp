@@ -285,11 +285,10 @@ TEST(HostileSettings, NumThreadsGetterDuringResizesSeesOnlySetValues)
   EXPECT_EQ(bad_reads.load(), 0U) << "reads during resizes failed or returned wrong bytes";
 }
 
-// Run in a child (below): a resize the system cannot give threads for fails whole, and the pool
-// keeps its threads. Address space is capped so that thread stacks run out after a few.
-TEST(HostileSettings, DISABLED_ResizeThatCannotStartItsThreadsKeepsThePool)
+// Caps the address space at what the process maps now plus 64 MiB, so that thread stacks run
+// out after a few; returns the limit before (restore it with setrlimit).
+rlimit cap_address_space()
 {
-  kvikio::defaults::set_num_threads(3);
   std::ifstream status{"/proc/self/status"};
   std::size_t vm_kib = 0;
   for (std::string key; status >> key;) {
@@ -298,12 +297,21 @@ TEST(HostileSettings, DISABLED_ResizeThatCannotStartItsThreadsKeepsThePool)
       break;
     }
   }
-  ASSERT_GT(vm_kib, 0U);
+  EXPECT_GT(vm_kib, 0U);
   rlimit const cap{(vm_kib << 10) + (64UL << 20), RLIM_INFINITY};
   rlimit old{};
-  ASSERT_EQ(::getrlimit(RLIMIT_AS, &old), 0);
-  ASSERT_EQ(::setrlimit(RLIMIT_AS, &cap), 0);
-  int code = 0;
+  EXPECT_EQ(::getrlimit(RLIMIT_AS, &old), 0);
+  EXPECT_EQ(::setrlimit(RLIMIT_AS, &cap), 0);
+  return old;
+}
+
+// Run in a child (below): a resize the system cannot give threads for fails whole, and the pool
+// keeps its threads. Address space is capped so that thread stacks run out after a few.
+TEST(HostileSettings, DISABLED_ResizeThatCannotStartItsThreadsKeepsThePool)
+{
+  kvikio::defaults::set_num_threads(3);
+  rlimit const old = cap_address_space();
+  int code         = 0;
   try {
     kvikio::defaults::set_num_threads(4096);
   } catch (std::system_error const& e) {
@@ -317,7 +325,25 @@ TEST(HostileSettings, DISABLED_ResizeThatCannotStartItsThreadsKeepsThePool)
   EXPECT_EQ(f.get(), 7) << "the pool runs no tasks after a failed resize";
 }
 
-TEST(HostileSettings, ResizeThatCannotStartItsThreadsKeepsThePool)
+// Run in a child (below) with KVIKIO_NTHREADS=4096 and the address space capped before the
+// library's first call: the size is refused, yet the library works with one thread, and a size
+// that fits can be set (every call failed before, the setter included).
+TEST(HostileSettings, DISABLED_AnEnvironmentPoolSizeTheSystemRefusesLeavesOneThread)
+{
+  rlimit const old      = cap_address_space();
+  std::size_t task_size = 0;
+  EXPECT_NO_THROW(task_size = kvikio::defaults::task_size());
+  ASSERT_EQ(::setrlimit(RLIMIT_AS, &old), 0);
+  EXPECT_GT(task_size, 0U);
+  EXPECT_EQ(kvikio::defaults::num_threads(), 1U);
+  EXPECT_NO_THROW(kvikio::defaults::set_num_threads(3));
+  EXPECT_EQ(kvikio::defaults::num_threads(), 3U);
+  auto f = kvikio::defaults::thread_pool().submit_task([] { return 7; });
+  EXPECT_EQ(f.get(), 7);
+}
+
+// The two cases above, each in a child of its own (a capped address space, a fresh library).
+TEST(HostileSettings, RefusedThreadsLeaveAWorkingPool)
 {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "a sanitizer's runtime reserves terabytes of address space, so capping it "
@@ -326,6 +352,10 @@ TEST(HostileSettings, ResizeThatCannotStartItsThreadsKeepsThePool)
 #else
   EXPECT_EQ(
     kvikio::test::run_child_test("DISABLED_ResizeThatCannotStartItsThreadsKeepsThePool", {}), 0);
+  EXPECT_EQ(
+    kvikio::test::run_child_test("DISABLED_AnEnvironmentPoolSizeTheSystemRefusesLeavesOneThread",
+                                 {"KVIKIO_NTHREADS=4096"}),
+    0);
 #endif
 }
 

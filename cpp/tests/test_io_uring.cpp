@@ -546,6 +546,21 @@ TEST_F(IoUringDevice, ShortAndInterruptedCompletionsAreRedone)
   expect_host_read(content_.size(), 0);
 }
 
+// Every request cancelled by the kernel, as when it cannot start an io-wq worker for as long as
+// a limit on threads holds: the pieces are moved by this thread's system calls instead of being
+// submitted again forever (that hung every read).
+TEST_F(IoUringDevice, RequestsTheKernelCancelsAreDoneByTheThread)
+{
+  write_content();
+  kvikio::detail::inject_io_uring_fault(Fault{Fault::Kind::cancelled, 1, 0});
+  expect_host_read(content_.size() - 9, 9);
+  expect_write(600 * 1000 + 3, 4097, 77);
+  expect_host_read(content_.size(), 0);
+  expect_device_read(900 * 1000 + 1, 5);
+  kvikio::detail::inject_io_uring_fault(Fault{});
+  expect_host_read(content_.size(), 0);
+}
+
 // A request that fails: a system error naming the errno, thrown once nothing is in flight;
 // nothing lands outside the destination, staging returns to the pool, the next transfer works.
 TEST_F(IoUringDevice, FailedRequestIsAClearErrorAndTheNextTransferWorks)

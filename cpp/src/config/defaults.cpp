@@ -8,6 +8,7 @@
 #include <deque>
 #include <limits>
 #include <mutex>
+#include <system_error>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -145,8 +146,22 @@ struct State {
   detail::Settings settings;
   ThreadPool pool;
 
-  explicit State(detail::Settings s) : settings{std::move(s)}, pool{settings.thread_pool_nthreads}
+  // The pool starts with one thread and then takes the size the environment asks for: where a
+  // limit on threads refuses that size, the library still works (the pool keeps one thread,
+  // logged), and a size that fits can be set, instead of every call failing.
+  explicit State(detail::Settings s) : settings{std::move(s)}, pool{1}
   {
+    if (settings.thread_pool_nthreads == 1) { return; }
+    try {
+      pool.reset(settings.thread_pool_nthreads);
+    } catch (std::system_error const& e) {
+      KVIKIO_LOG_ERROR("KVIKIO_NTHREADS=",
+                       settings.thread_pool_nthreads,
+                       " is refused here (",
+                       e.what(),
+                       "): the thread pool runs 1 thread; defaults::set_thread_pool_nthreads() "
+                       "resizes it");
+    }
   }
 };
 

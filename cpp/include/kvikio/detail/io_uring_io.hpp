@@ -154,7 +154,7 @@ void set_io_uring_registered_buffers(bool on) noexcept;
  * failed one.
  */
 struct IoUringFault {
-  enum class Kind { none, short_transfer, eintr, eagain, error };
+  enum class Kind { none, short_transfer, eintr, eagain, cancelled, error };
   Kind kind{Kind::none};
   unsigned every{0};
   int error{0};  ///< for Kind::error: the errno the request fails with

@@ -39,6 +39,7 @@ int reported_result(int res) noexcept
     case IoUringFault::Kind::short_transfer: return res > 1 ? res / 2 : res;
     case IoUringFault::Kind::eintr: return -EINTR;
     case IoUringFault::Kind::eagain: return -EAGAIN;
+    case IoUringFault::Kind::cancelled: return -ECANCELED;
     case IoUringFault::Kind::error: return -fault_error.load();
     default: return res;
   }
@@ -184,11 +185,18 @@ void Requests::prepare_and_submit()
 
 void Requests::completed(Piece const& p, int res)
 {
-  // Redone: interrupted or would-block requests, and cancelled ones: this engine never
-  // cancels, but the kernel cancels work it could not start (an io-wq worker whose creation
-  // a pending signal interrupted: seen on the GPU machine's kernel under a signal storm).
-  if ((res == -EINTR || res == -EAGAIN || res == -ECANCELED) && !failed_) {
+  // Redone: interrupted or would-block requests.
+  if ((res == -EINTR || res == -EAGAIN) && !failed_) {
     queued_.push_front(p);
+    return;
+  }
+  // Cancelled: this engine never cancels, but the kernel cancels work it cannot start (no io-wq
+  // worker: a pending signal interrupted its creation, or a limit on threads refuses it, for as
+  // long as the limit holds). This thread moves the piece itself, which always makes progress.
+  if (res == -ECANCELED && !failed_) {
+    ssize_t const n = read_ ? ::pread(fd_, p.buf, p.len, static_cast<off_t>(p.offset))
+                            : ::pwrite(fd_, p.buf, p.len, static_cast<off_t>(p.offset));
+    completed(p, n >= 0 ? static_cast<int>(n) : -errno);
     return;
   }
   if (res > 0 && static_cast<std::size_t>(res) < p.len && !failed_) {  // short: the rest
