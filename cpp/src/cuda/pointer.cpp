@@ -3,6 +3,13 @@
  */
 #include <kvikio/utils.hpp>
 
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <string>
+
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 
@@ -14,8 +21,24 @@ bool is_host_memory(void const* ptr)
   CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
   CUmemorytype memory_type{};
   void* values[] = {&memory_type};
-  KVIKIO_CUDA_DRIVER_TRY(
-    cudaAPI::instance().PointerGetAttributes(1, attributes, values, convert_void2deviceptr(ptr)));
+  CUresult const r =
+    cudaAPI::instance().PointerGetAttributes(1, attributes, values, convert_void2deviceptr(ptr));
+  if (r == CUDA_ERROR_NOT_INITIALIZED) {
+    // A child of fork() whose parent used the driver: the driver refuses every call here (CUDA
+    // does not survive a fork), and no device memory of this process exists. Memory mapped in
+    // this process is host memory; anything else (the parent's device memory, which the child
+    // does not inherit) is no memory to read into.
+    auto const page = reinterpret_cast<std::uintptr_t>(ptr) / get_page_size() * get_page_size();
+    if (::msync(reinterpret_cast<void*>(page), 1, MS_ASYNC) == 0 || errno != ENOMEM) {
+      return true;
+    }
+    throw CUfileException(
+      "KvikIO: " + std::to_string(reinterpret_cast<std::uintptr_t>(ptr)) +
+      " is not memory of this process, and its CUDA driver refuses every call "
+      "(CUDA_ERROR_NOT_INITIALIZED: after fork(), CUDA works only in a process that did not "
+      "use it before the fork)");
+  }
+  KVIKIO_CUDA_DRIVER_TRY(r);
   // The driver answers 0 for memory it does not know: pageable host memory.
   return memory_type == 0 || memory_type == CU_MEMORYTYPE_HOST;
 }

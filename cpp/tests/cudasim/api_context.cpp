@@ -46,6 +46,7 @@ CUresult CUDAAPI cuInit(unsigned int Flags)
 {
   CUDASIM_ENTER_NO_INIT("cuInit");
   if (Flags != 0) { return CUDA_ERROR_INVALID_VALUE; }
+  if (Simulator::get().forked_after_init()) { return CUDA_ERROR_NOT_INITIALIZED; }
   Simulator::get().initialize();
   return CUDA_SUCCESS;
 }

@@ -8,6 +8,8 @@
  */
 #pragma once
 
+#include <unistd.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -154,8 +156,15 @@ class Simulator {
 
   // Entry guard: host-function misuse, injected failures, initialisation.
   CUresult enter(char const* entry, bool needs_init = true);
-  bool initialized() const { return initialized_.load(); }
-  void initialize() { initialized_ = true; }
+  // As the real driver: in a child of fork() whose parent initialized it, every call that needs
+  // initialization fails with CUDA_ERROR_NOT_INITIALIZED, cuInit too.
+  bool initialized() const { return initialized_.load() && initialized_by_ == ::getpid(); }
+  bool forked_after_init() const { return initialized_.load() && initialized_by_ != ::getpid(); }
+  void initialize()
+  {
+    initialized_by_ = ::getpid();
+    initialized_    = true;
+  }
 
   // Misuse the real driver would reject or leaves undefined: logged on stderr.
   CUresult misuse(char const* entry, std::string const& why, CUresult result);
@@ -186,6 +195,7 @@ class Simulator {
   Simulator();
   Knobs knobs_;
   std::atomic<bool> initialized_{false};
+  std::atomic<pid_t> initialized_by_{0};
   std::mutex counts_mutex_;
   std::map<std::string, std::uint64_t> call_counts_;
 
