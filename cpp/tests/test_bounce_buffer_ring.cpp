@@ -193,10 +193,9 @@ TEST_F(OnDevice, PartPoolsLendSmallerBuffers)
   (void)pool.part_pool_for(1);
   EXPECT_EQ(half.num_free_buffers(), 0U) << "a part kept buffers of an old size";
   pool.clear();
-  // Below the least staging size: the parts are those of that size (a page at the least).
-  kvikio::defaults::set_bounce_buffer_size(4 * page);
+  kvikio::defaults::set_bounce_buffer_size(4 * page);  // parts of a page, then none
   EXPECT_EQ(pool.part_pool_for(1).buffer_size(), page);
-  EXPECT_EQ(&pool.part_pool_for(kvikio::detail::least_staging_size / 2 + 1), &pool);
+  EXPECT_EQ(&pool.part_pool_for(2 * page + 1), &pool);
   kvikio::defaults::set_bounce_buffer_size(1 << 20);
 }
 

@@ -188,12 +188,15 @@ TEST(RemoteEndpoints, WebHdfsLengthParser)
   EXPECT_EQ(kvikio::detail::parse_webhdfs_length(
               R"({"FileStatus":{"ecPolicyObj":{"length":7,"s":"}\"{"},"length" : 99 }})"),
             99U);  // its own "length", not one of a nested object (or inside a string)
+  // Without a FileStatus (upstream's test server answers so): the outer object's own "length".
+  EXPECT_EQ(kvikio::detail::parse_webhdfs_length(R"({"length": 8388608})"), 8388608U);
   for (auto bad : {"",
                    "{}",
                    R"({"length":"12"})",
                    R"({"length":-1})",
                    R"({"length":})",
-                   R"({"length":1234})",  // not in FileStatus
+                   R"({"other":{"length":1234}})",        // another object's
+                   R"({"FileStatus":[],"length":1234})",  // a FileStatus without a length
                    R"({"FileStatus":{"length":8.388621e6,"type":"FILE"}})",
                    R"({"FileStatus":{"length":8388621e0}})",
                    R"({"FileStatus":{"length":12abc}})",

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <cstring>
 #include <stdexcept>
@@ -108,9 +109,9 @@ bool copy_from_mapping(std::byte* dst, std::byte const* src, std::size_t size)
 {
   struct stat st {};
   std::string const now = ::fstat(range.fd, &st) == 0 ? std::to_string(st.st_size) : "unknown";
-  throw std::out_of_range("MmapHandle: " + range.path + " shrank to " + now +
-                          " bytes while " + std::to_string(size) + " bytes at offset " +
-                          std::to_string(offset) + " were copied from its mapping (SIGBUS)");
+  throw std::out_of_range("MmapHandle: " + range.path + " shrank to " + now + " bytes while " +
+                          std::to_string(size) + " bytes at offset " + std::to_string(offset) +
+                          " were copied from its mapping (SIGBUS)");
 }
 
 void copy_out(detail::MappedRange const& range,
@@ -169,18 +170,22 @@ MmapHandle::MmapHandle(std::string const& file_path,
                   file_path + " (only \"r\")",
                 std::invalid_argument);
   // A file mapping for reading, nothing else: MAP_ANONYMOUS would read zeros as the file's
-  // bytes, MAP_FIXED would map over whatever lives at the hint (address 0 here).
+  // bytes, MAP_FIXED would map over whatever lives at the hint (address 0 here). Refused as
+  // mmap(2) refuses flags it cannot take (upstream's error: EINVAL, a GenericSystemError).
   int const sharing = map_flags.value_or(MAP_PRIVATE) & (MAP_SHARED | MAP_PRIVATE);
   int const allowed =
     MAP_SHARED | MAP_PRIVATE | MAP_POPULATE | MAP_NORESERVE | MAP_LOCKED | MAP_NONBLOCK;
-  KVIKIO_EXPECT((sharing == MAP_SHARED || sharing == MAP_PRIVATE) &&
-                  (map_flags.value_or(MAP_PRIVATE) & ~allowed) == 0,
-                "MmapHandle: map_flags " + std::to_string(map_flags.value_or(MAP_PRIVATE)) +
-                  " for " + file_path +
-                  " is not a file mapping's: one of MAP_SHARED or MAP_PRIVATE, with any of "
-                  "MAP_POPULATE, MAP_NORESERVE, MAP_LOCKED, MAP_NONBLOCK (not MAP_ANONYMOUS, "
-                  "MAP_FIXED, ...)",
-                std::invalid_argument);
+  if ((sharing != MAP_SHARED && sharing != MAP_PRIVATE) ||
+      (map_flags.value_or(MAP_PRIVATE) & ~allowed) != 0) {
+    detail::throw_system_error(
+      EINVAL,
+      __FILE__,
+      __LINE__,
+      "MmapHandle: map_flags " + std::to_string(map_flags.value_or(MAP_PRIVATE)) + " for " +
+        file_path +
+        " is not a file mapping's: one of MAP_SHARED or MAP_PRIVATE, with any of MAP_POPULATE, "
+        "MAP_NORESERVE, MAP_LOCKED, MAP_NONBLOCK (not MAP_ANONYMOUS, MAP_FIXED, ...)");
+  }
   fd_ = open_fd(file_path, flags, false, mode);
   try {
     in_flight_ = std::make_unique<detail::InFlight>();

@@ -99,13 +99,17 @@ std::size_t member_value(std::string const& json, std::size_t open, std::string_
 
 std::size_t parse_webhdfs_length(std::string const& json)
 {
-  // {"FileStatus":{..., "length":1234, ...}}: the "length" of the FileStatus object itself, a
-  // plain decimal integer ended by ',' or '}' (not 8.3e6, 12abc or -1), read strictly: a size
-  // read wrong would truncate or overrun every later read.
+  // {"FileStatus":{..., "length":1234, ...}}: the "length" of the FileStatus object itself
+  // (or, in an answer without a FileStatus, as upstream's test server gives, the outer object's
+  // own "length"), a plain decimal integer ended by ',' or '}' (not 8.3e6, 12abc or -1), read
+  // strictly: a size read wrong would truncate or overrun every later read. A "length" of any
+  // other nested object is never taken.
   std::size_t value = std::string::npos;
   if (auto const outer = json.find('{'); outer != std::string::npos) {
     std::size_t const status = member_value(json, outer, "FileStatus");
-    if (status != std::string::npos && status < json.size() && json[status] == '{') {
+    if (status == std::string::npos) {
+      value = member_value(json, outer, "length");
+    } else if (status < json.size() && json[status] == '{') {
       value = member_value(json, status, "length");
     }
   }
