@@ -31,6 +31,7 @@
 #include <kvikio/mmap.hpp>
 #include <kvikio/threadpool_wrapper.hpp>
 
+#include "common/address_space.hpp"
 #include "common/child_process.hpp"
 #include "common/device.hpp"
 #include "common/temp_dir.hpp"
@@ -285,32 +286,12 @@ TEST(HostileSettings, NumThreadsGetterDuringResizesSeesOnlySetValues)
   EXPECT_EQ(bad_reads.load(), 0U) << "reads during resizes failed or returned wrong bytes";
 }
 
-// Caps the address space at what the process maps now plus 64 MiB, so that thread stacks run
-// out after a few; returns the limit before (restore it with setrlimit).
-rlimit cap_address_space()
-{
-  std::ifstream status{"/proc/self/status"};
-  std::size_t vm_kib = 0;
-  for (std::string key; status >> key;) {
-    if (key == "VmSize:") {
-      status >> vm_kib;
-      break;
-    }
-  }
-  EXPECT_GT(vm_kib, 0U);
-  rlimit const cap{(vm_kib << 10) + (64UL << 20), RLIM_INFINITY};
-  rlimit old{};
-  EXPECT_EQ(::getrlimit(RLIMIT_AS, &old), 0);
-  EXPECT_EQ(::setrlimit(RLIMIT_AS, &cap), 0);
-  return old;
-}
-
 // Run in a child (below): a resize the system cannot give threads for fails whole, and the pool
 // keeps its threads. Address space is capped so that thread stacks run out after a few.
 TEST(HostileSettings, DISABLED_ResizeThatCannotStartItsThreadsKeepsThePool)
 {
   kvikio::defaults::set_num_threads(3);
-  rlimit const old = cap_address_space();
+  rlimit const old = kvikio::test::cap_address_space();
   int code         = 0;
   try {
     kvikio::defaults::set_num_threads(4096);
@@ -330,7 +311,7 @@ TEST(HostileSettings, DISABLED_ResizeThatCannotStartItsThreadsKeepsThePool)
 // that fits can be set (every call failed before, the setter included).
 TEST(HostileSettings, DISABLED_AnEnvironmentPoolSizeTheSystemRefusesLeavesOneThread)
 {
-  rlimit const old      = cap_address_space();
+  rlimit const old      = kvikio::test::cap_address_space();
   std::size_t task_size = 0;
   EXPECT_NO_THROW(task_size = kvikio::defaults::task_size());
   ASSERT_EQ(::setrlimit(RLIMIT_AS, &old), 0);

@@ -38,6 +38,31 @@ class BounceBufferSize {
 };
 }  // namespace
 
+// Pinned memory the driver refuses: the error names the size asked for and the setting that
+// decides it, after upstream's wording.
+TEST_F(OnDevice, ARefusedPinningNamesTheSizeAndTheSetting)
+{
+  auto const fail = kvikio::test::simulator_hook<kvikio::test::FailCall>("cudasim_fail_call");
+  if (fail == nullptr) {
+    GTEST_SKIP() << "makes the driver refuse a call, which only the simulator can";
+  }
+  auto& pool = kvikio::CudaPinnedBounceBufferPool::instance();
+  pool.clear();
+  BounceBufferSize const size{3 << 20};
+  fail("cuMemHostAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY);
+  try {
+    (void)pool.get();
+    ADD_FAILURE() << "a refused pinning was not reported";
+  } catch (kvikio::CUfileException const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << what;
+    EXPECT_NE(what.find(std::to_string(3 << 20)), std::string::npos) << what;
+    EXPECT_NE(what.find("KVIKIO_BOUNCE_BUFFER_SIZE"), std::string::npos) << what;
+  }
+  fail(nullptr, 0, 0);
+  EXPECT_EQ(pool.get().size(), 3U << 20) << "the next pinning works";
+}
+
 // bounce_buffer_size=1 is accepted and reported back as set (upstream's tests set 1, 3 and 4),
 // but staging goes through buffers of least_staging_size: a 3 MiB device read makes thousands of
 // copies, not millions, and lands its bytes.

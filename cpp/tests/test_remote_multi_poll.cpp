@@ -23,7 +23,9 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/remote_handle.hpp>
 
+#include "common/address_space.hpp"
 #include "common/busy_pool.hpp"
+#include "common/child_process.hpp"
 #include "common/device.hpp"
 #include "common/nginx.hpp"
 #include "common/test_servers.hpp"
@@ -210,6 +212,37 @@ TEST(MultiPollFaults, ExitWithTransfersInFlight)
   }
   ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Run in a child (below), with the address space capped: reactors whose threads cannot start are
+// an error that says which thread, which limits and which setting, not a bare EAGAIN.
+TEST_F(MultiPoll, DISABLED_ReactorThreadsTheSystemRefuses)
+{
+  kvikio::defaults::set_remote_io_num_reactors(256);
+  auto handle      = open();
+  rlimit const old = kvikio::test::cap_address_space();
+  std::vector<std::uint8_t> buf(content_.size());
+  std::string what;
+  try {
+    (void)handle.pread(buf.data(), buf.size(), 0, 64 << 10).get();
+  } catch (std::system_error const& e) {
+    what = e.what();
+  }
+  ASSERT_EQ(::setrlimit(RLIMIT_AS, &old), 0);
+  EXPECT_NE(what.find("reactor thread"), std::string::npos) << "message: " << what;
+  EXPECT_NE(what.find("KVIKIO_REMOTE_IO_NUM_REACTORS"), std::string::npos) << "message: " << what;
+  kvikio::detail::MultiPollTransport::instance().shutdown();
+}
+
+TEST(MultiPollLimits, ReactorThreadsTheSystemRefusesAreNamed)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's runtime reserves terabytes of address space, so capping it "
+                  "(how this test makes thread creation fail) breaks the runtime; the Release "
+                  "build runs it";
+#else
+  EXPECT_EQ(kvikio::test::run_child_test("DISABLED_ReactorThreadsTheSystemRefuses", {}), 0);
+#endif
 }
 
 TEST_F(MultiPoll, SettingsAreReadAtEachPread)

@@ -44,7 +44,16 @@ void* CudaPinnedAllocator::allocate(std::size_t size)
   std::optional<PushAndPopContext> guard;
   if (current == nullptr) { guard.emplace(get_primary_cuda_context(0)); }
   void* buffer{};
-  KVIKIO_CUDA_DRIVER_TRY(api.MemHostAlloc(&buffer, size, CU_MEMHOSTALLOC_PORTABLE));
+  CUresult const r = api.MemHostAlloc(&buffer, size, CU_MEMHOSTALLOC_PORTABLE);
+  if (r != CUDA_SUCCESS) {
+    // Upstream's wording first, then what was asked for and which settings decide it.
+    throw CUfileException(detail::cuda_error_message(r, __FILE__, __LINE__) + " [KvikIO: pinning " +
+                          std::to_string(size) +
+                          " bytes of host memory for staging failed; each pool thread pins "
+                          "up to KVIKIO_BOUNCE_BUFFER_SIZE (now " +
+                          std::to_string(defaults::bounce_buffer_size()) +
+                          " bytes): a smaller size or fewer threads (KVIKIO_NTHREADS) pin less]");
+  }
   return buffer;
 }
 

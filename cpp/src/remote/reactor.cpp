@@ -104,6 +104,13 @@ MultiPollTransport::Reactor::Reactor(std::size_t index,
   open_multi();
   try {
     thread_ = std::thread{[this] { run(); }};
+  } catch (std::system_error const& e) {
+    close_multi();
+    throw std::system_error(e.code(),
+                            "KvikIO: could not start multi-poll reactor thread " +
+                              std::to_string(index_ + 1) +
+                              " (a limit on threads or memory: ulimit -u, the cgroup's pids.max; "
+                              "KVIKIO_REMOTE_IO_NUM_REACTORS sets how many)");
   } catch (...) {
     close_multi();
     throw;
