@@ -247,6 +247,12 @@ TEST_F(ShrinksUnderAMapping, ASigbusElsewhereStillEndsTheProcess)
   ASSERT_GT(child, 0);
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS)
-    << "the child ended with status " << status;
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's own SIGBUS handler was there before ours: it reports the fault and aborts.
+  bool const ended_by_the_fault =
+    WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) == 1);
+#else
+  bool const ended_by_the_fault = WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS;
+#endif
+  EXPECT_TRUE(ended_by_the_fault) << "the child ended with status " << status;
 }
