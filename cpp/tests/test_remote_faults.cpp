@@ -66,6 +66,16 @@ void expect_guards(std::vector<std::uint8_t> const& buf, std::size_t size)
 
 class Faults : public ::testing::Test {
  protected:
+  // Reads `size` bytes at `offset` of `handle` into the buffer (after its 64-byte guard) and
+  // expects the object's bytes there and the guards untouched.
+  void expect_read(RemoteHandle& handle, std::size_t size, std::size_t offset)
+  {
+    ASSERT_EQ(handle.read(buf_.data() + 64, size, offset), size);
+    for (std::size_t i = 0; i < size; ++i) {
+      ASSERT_EQ(buf_[64 + i], MisbehavingServer::byte(offset + i)) << i;
+    }
+    expect_guards(buf_, size);
+  }
   MisbehavingServer server_{obj_size};
   std::vector<std::uint8_t> buf_ = std::vector<std::uint8_t>(obj_size + 128, poison);
 };
@@ -73,11 +83,7 @@ class Faults : public ::testing::Test {
 TEST_F(Faults, HonestServerForReference)
 {
   auto h = handle_for(server_, "ok/x");
-  ASSERT_EQ(h.read(buf_.data() + 64, 5000, 123), 5000U);
-  for (std::size_t i = 0; i < 5000; ++i) {
-    ASSERT_EQ(buf_[64 + i], MisbehavingServer::byte(123 + i));
-  }
-  expect_guards(buf_, 5000);
+  expect_read(h, 5000, 123);
 }
 
 TEST_F(Faults, ServerIgnoringRangesIsAnOverflowNotACorruption)
@@ -239,11 +245,7 @@ TEST_F(Faults, CutConnectionAndShortBody)
 TEST_F(Faults, RedirectsAreFollowedAndALoopEnds)
 {
   auto followed = handle_for(server_, "redirect/x");
-  ASSERT_EQ(followed.read(buf_.data() + 64, 3000, 5), 3000U);
-  for (std::size_t i = 0; i < 3000; ++i) {
-    ASSERT_EQ(buf_[64 + i], MisbehavingServer::byte(5 + i)) << i;
-  }
-  expect_guards(buf_, 3000);
+  expect_read(followed, 3000, 5);
   std::fill(buf_.begin(), buf_.end(), poison);
   auto loop        = handle_for(server_, "redirect-loop/x");
   std::string what = error_of(loop, buf_, 100, 0);
@@ -300,11 +302,7 @@ TEST_F(Faults, AnObjectThatChangedSizeIsRefused)
 TEST_F(Faults, AnUnknownTotalIsAccepted)
 {
   auto h = handle_for(server_, "unknown-total/x");
-  ASSERT_EQ(h.read(buf_.data() + 64, 3000, 7), 3000U);
-  for (std::size_t i = 0; i < 3000; ++i) {
-    ASSERT_EQ(buf_[64 + i], MisbehavingServer::byte(7 + i)) << i;
-  }
-  expect_guards(buf_, 3000);
+  expect_read(h, 3000, 7);
 }
 
 TEST_F(Faults, StallHitsTheTimeout)
