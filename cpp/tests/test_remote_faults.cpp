@@ -298,6 +298,46 @@ TEST_F(Faults, AnObjectThatChangedSizeIsRefused)
   expect_guards(buf_, 0);
 }
 
+// The object was replaced by another of the same size after the handle was opened (its ETag
+// differs from the open's): refused before a byte is written, saying so, on both transports.
+TEST_F(Faults, AnObjectReplacedBySameSizeIsRefused)
+{
+  for (auto backend : {kvikio::RemoteBackendType::LIBCURL_EASY,
+                       kvikio::RemoteBackendType::LIBCURL_MULTI_POLL}) {
+    auto h = RemoteHandle::open(server_.url("rewritten/x"), RemoteEndpointType::HTTP);
+    h.set_remote_backend(backend);
+    std::string what;
+    try {
+      (void)h.pread(buf_.data() + 64, 1000, 10).get();
+    } catch (std::exception const& e) {
+      what = e.what();
+    }
+    EXPECT_NE(what.find("ETag \"v2\""), std::string::npos) << what;
+    EXPECT_NE(what.find("\"v1\" when the handle was opened was replaced"), std::string::npos)
+      << what;
+    expect_guards(buf_, 0);
+  }
+}
+
+// A handle opened with the caller's size never asked the server for a version: any is read.
+TEST_F(Faults, AGivenSizeAcceptsAnyVersion)
+{
+  auto h = handle_for(server_, "rewritten/x");
+  ASSERT_EQ(h.read(buf_.data() + 64, 100, 10), 100U);
+  EXPECT_EQ(buf_[64], static_cast<std::uint8_t>(255 - MisbehavingServer::byte(10)));
+}
+
+// The same version, its tag weakened by the server on one answer, and a redirect's own tag
+// (the target's counts): read as usual.
+TEST_F(Faults, AWeakTagAndARedirectsTagAreTheSameVersion)
+{
+  for (char const* path : {"weak-tag/x", "redirect/x"}) {
+    auto h = RemoteHandle::open(server_.url(path), RemoteEndpointType::HTTP);
+    EXPECT_EQ(h.nbytes(), obj_size) << path;
+    expect_read(h, 3000, 7);
+  }
+}
+
 // A server that does not know the total ("bytes first-last/*") is believed for its range.
 TEST_F(Faults, AnUnknownTotalIsAccepted)
 {

@@ -36,7 +36,8 @@ namespace kvikio {
 class RemoteEndpoint;
 namespace detail {
 class InFlight;
-/// @brief The size a HEAD request to `endpoint` reports. @throws std::runtime_error
+/// @brief The size a HEAD request to `endpoint` reports; records the answer's ETag on the
+/// endpoint (RemoteEndpoint::entity_tag()). @throws std::runtime_error
 std::size_t head_content_length(RemoteEndpoint& endpoint);
 /// @brief Whether `url` is an http(s) URL of AWS S3 naming an object. Never throws.
 bool is_aws_s3_http_url(std::string const& url) noexcept;
@@ -84,6 +85,18 @@ class RemoteEndpoint {
   {
     return _remote_endpoint_type;
   }
+  /// @brief The entity tag (ETag) the server sent with the size at get_file_size(), or "" (not
+  /// asked yet, or none sent). A RemoteHandle opened without a size refuses every answer that
+  /// carries another tag: the object was replaced since the open.
+  [[nodiscard]] std::string const& entity_tag() const noexcept { return entity_tag_; }
+
+ protected:
+  /// @brief For get_file_size(): the ETag of the size answer (see entity_tag()).
+  void set_entity_tag(std::string tag) noexcept { entity_tag_ = std::move(tag); }
+
+ private:
+  friend std::size_t detail::head_content_length(RemoteEndpoint& endpoint);
+  std::string entity_tag_;
 };
 
 /// @brief A plain HTTP or HTTPS URL that supports range requests.

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <kvikio/detail/http_headers.hpp>
 #include <kvikio/detail/url.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/hdfs.hpp>
@@ -78,8 +79,10 @@ std::size_t head_content_length(RemoteEndpoint& endpoint)
                 "cannot get size of " + url_for_message(endpoint.str()) +
                   ", content-length not provided by the server",
                 std::runtime_error);
+  endpoint.entity_tag_ = response_entity_tag(curl.get());
   return static_cast<std::size_t>(length);
 }
+
 bool is_url_valid_for(RemoteEndpointType type, std::string const& url) noexcept
 {
   switch (type) {

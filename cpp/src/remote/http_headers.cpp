@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <curl/curl.h>
+
 namespace kvikio::detail {
 namespace {
 
@@ -43,6 +45,31 @@ std::size_t content_range_length(std::string_view value)
                              "\" (expected \"bytes <first>-<last>/<length>\")");
   }
   return length;
+}
+
+std::string response_entity_tag(void* curl_easy_handle) noexcept
+{
+  curl_header* header = nullptr;
+  // Request -1: the latest response of the transfer, so a redirect's own tag is not taken.
+  if (curl_easy_header(
+        static_cast<CURL*>(curl_easy_handle), "ETag", 0, CURLH_HEADER, -1, &header) !=
+        CURLHE_OK ||
+      header == nullptr || header->value == nullptr) {
+    return {};
+  }
+  try {
+    return std::string{header->value};
+  } catch (...) {
+    return {};
+  }
+}
+
+bool same_entity_tag(std::string_view a, std::string_view b) noexcept
+{
+  auto const strong = [](std::string_view tag) {
+    return tag.substr(0, 2) == "W/" ? tag.substr(2) : tag;
+  };
+  return strong(a) == strong(b);
 }
 
 }  // namespace kvikio::detail

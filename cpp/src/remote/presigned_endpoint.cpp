@@ -100,6 +100,7 @@ std::size_t S3EndpointWithPresignedUrl::get_file_size()
                 "KvikIO: size request to " + str() + " answered HTTP " + std::to_string(status) +
                   " (expected 206 to a Range request)" + (body.empty() ? "" : ": " + body),
                 std::runtime_error);
+  set_entity_tag(detail::response_entity_tag(curl.get()));
   // "bytes 0-0/<total>"
   try {
     return detail::content_range_length(headers.content_range);

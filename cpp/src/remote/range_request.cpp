@@ -33,6 +33,7 @@ RangeRequest::RangeRequest(RemoteEndpoint& endpoint,
     expected_range_{"bytes " + std::to_string(file_offset) + "-" +
                     std::to_string(file_offset + size - 1) + "/" +
                     (object_size > 0 ? std::to_string(object_size) : "")},
+    expected_tag_{object_size > 0 ? endpoint.entity_tag() : std::string{}},
     retry_{detail::url_for_message(endpoint.str()) + " (" + std::to_string(size) +
            " bytes at offset " + std::to_string(file_offset) + ")"}
 {
@@ -82,7 +83,7 @@ void RangeRequest::prepare(CurlHandle& curl)
   // per byte, and one multi-poll reactor or one easy thread read 1.4-1.7x as fast with 1 MiB
   // (docs/benchmarks.md). A request, not an order: a libcurl that refuses it keeps its own size.
   (void)curl_easy_setopt(curl.get(), CURLOPT_BUFFERSIZE, receive_buffer_size);
-  sink_.attach(curl.get(), expected_range_);
+  sink_.attach(curl.get(), expected_range_, expected_tag_);
 }
 
 std::optional<std::chrono::milliseconds> RangeRequest::outcome(CurlHandle const& curl,
@@ -101,6 +102,11 @@ std::optional<std::chrono::milliseconds> RangeRequest::outcome(CurlHandle const&
       "KvikIO: " + what() + ": the server answered Content-Range \"" + sink_.content_range() +
       "\" instead of \"" + expected_range_ + "\"" +
       (resized ? " (the object changed size since the handle was opened: open it again)" : ""));
+  }
+  if (!sink_.other_version().empty()) {
+    throw std::runtime_error("KvikIO: " + what() + ": the server answered with ETag " +
+                             sink_.other_version() + ", the object it named " + expected_tag_ +
+                             " when the handle was opened was replaced: open it again");
   }
   if (sink_.overflowed()) {
     throw std::overflow_error("maybe the server doesn't support file ranges? [KvikIO: " + what() +

@@ -38,7 +38,9 @@ class RangeRequest {
   /// @brief Reads the retry settings now: a request keeps the ones it started with.
   /// `object_size` is the object's size as the server gave it when the handle was opened (0
   /// where the caller gave the size: then any is accepted): a partial answer whose Content-Range
-  /// gives another (the object changed since) fails the read.
+  /// gives another (the object changed since) fails the read, as does, for a handle opened
+  /// without a size, an answer whose ETag differs from the one the open saw
+  /// (RemoteEndpoint::entity_tag(): another version of the same size).
   RangeRequest(RemoteEndpoint& endpoint,
                RemoteSink& sink,
                std::size_t file_offset,
@@ -89,6 +91,7 @@ class RangeRequest {
   curl_off_t progress_bytes_{0};
   std::chrono::steady_clock::time_point progress_at_{};
   std::string expected_range_;
+  std::string expected_tag_;  // "": any version
   RetryRule retry_;
 };
 

@@ -92,6 +92,14 @@ std::size_t RemoteSink::write_callback(char* data,
       sink->wrong_range_ = true;
       return 0;  // abort before writing anything
     }
+    // The same size is no proof of the same object: bytes of another version would mix silently.
+    if (sink->status_class_ == 2 && !sink->expected_tag_.empty()) {
+      std::string tag = response_entity_tag(sink->curl_);
+      if (!tag.empty() && !same_entity_tag(tag, sink->expected_tag_)) {
+        sink->other_version_ = std::move(tag);
+        return 0;  // abort before writing anything
+      }
+    }
   }
   if (sink->status_class_ != 2) {  // an error page: keep its start for the message
     try {

@@ -84,10 +84,13 @@ class RemoteSink {
   /// `expected_range` is the Content-Range a partial (206) answer must carry: "bytes
   /// <first>-<last>/<object size>" (or with the size "*", unknown to the server), or "bytes
   /// <first>-<last>/" for any size. Any other range or size is refused before a byte is written.
-  void attach(void* curl_easy_handle, std::string expected_range)
+  /// `expected_tag` is the ETag a successful answer that carries one must carry ("": any); a
+  /// body of another version of the object is refused before a byte is written too.
+  void attach(void* curl_easy_handle, std::string expected_range, std::string expected_tag)
   {
     curl_           = curl_easy_handle;
     expected_range_ = std::move(expected_range);
+    expected_tag_   = std::move(expected_tag);
   }
   /// @brief Forget what arrived, for another attempt (which rewrites the whole range).
   void restart();
@@ -114,6 +117,8 @@ class RemoteSink {
   [[nodiscard]] std::string const& content_range() const noexcept { return content_range_; }
   /// @brief Whether a 206 answer carried another range or object size than expected.
   [[nodiscard]] bool wrong_range() const noexcept { return wrong_range_; }
+  /// @brief The ETag of a successful answer that was not the one expected ("" if none was).
+  [[nodiscard]] std::string const& other_version() const noexcept { return other_version_; }
   /// @brief The start of an error response's body ("" if none).
   [[nodiscard]] std::string const& error_body() const noexcept { return error_body_; }
   /// @brief What a callback caught (a CUDA failure while copying), or null.
@@ -137,6 +142,8 @@ class RemoteSink {
   std::string content_range_;
   std::string expected_range_;
   bool wrong_range_{false};
+  std::string expected_tag_;
+  std::string other_version_;
   std::exception_ptr error_;
   std::shared_ptr<CopyWaker> waker_;  // set: non-blocking mode
   bool paused_{false};

@@ -4,8 +4,8 @@
 
     misbehaving_http.py PORT SIZE
 
-Serves one object of SIZE deterministic bytes (byte i = (i * 7 + 3) % 251) under every path;
-the first path segment picks the behaviour:
+Serves one object of SIZE deterministic bytes (byte i = (i * 7 + 3) % 251) under every path,
+with the ETag "v1" (redirects: "moved"); the first path segment picks the behaviour:
 
     /ok/...            honours Range
     /ignore-range/...  answers 200 with the whole object
@@ -21,6 +21,9 @@ the first path segment picks the behaviour:
     /resized/...       answers ranges with the right bytes, but its Content-Range names a total
                        one byte larger than HEAD said (the object changed since it was opened)
     /unknown-total/... answers ranges with Content-Range "bytes first-last/*"
+    /rewritten/...     answers ranges with ETag "v2" and other bytes of the same size, while
+                       HEAD said "v1" (the object was replaced since it was opened)
+    /weak-tag/...      answers HEAD with the weak ETag W/"v1" (ranges: "v1", the same version)
     /redirect/...      answers 307 to the same path under /ok/ (HEAD and GET)
     /redirect-loop/... answers 307 to itself, forever
     /404/..., /403/... that status
@@ -57,8 +60,9 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # quiet
         pass
 
-    def _send(self, status, body, content_range=None, length=None):
+    def _send(self, status, body, content_range=None, length=None, tag='"v1"'):
         self.send_response(status)
+        self.send_header("ETag", tag)
         self.send_header("Content-Length", str(len(body) if length is None else length))
         self.send_header("Accept-Ranges", "bytes")
         if content_range:
@@ -88,6 +92,7 @@ class Handler(BaseHTTPRequestHandler):
             target = path if kind == "redirect-loop" else "/ok/" + "/".join(parts[1:])
             self.send_response(307)
             self.send_header("Location", target)
+            self.send_header("ETag", '"moved"')
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
@@ -95,7 +100,10 @@ class Handler(BaseHTTPRequestHandler):
         body = DATA[first:last + 1]
         content_range = f"bytes {first}-{last}/{SIZE}"
         if self.command == "HEAD":
-            return self._send(200, DATA)
+            return self._send(200, DATA, tag='W/"v1"' if kind == "weak-tag" else '"v1"')
+        if kind == "rewritten":
+            other = bytes(255 - b for b in body)
+            return self._send(206, other, content_range, tag='"v2"')
         if kind == "ignore-range":
             return self._send(200, DATA)
         if kind == "reset":

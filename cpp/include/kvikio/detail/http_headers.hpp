@@ -1,13 +1,14 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  *
- * Reading the HTTP response headers the remote transports need (Content-Range), one line at a
- * time as libcurl's header callback hands them over. In detail/ for the fuzz target.
+ * Reading the HTTP response headers the remote transports need (Content-Range, ETag), one line
+ * at a time as libcurl's header callback hands them over, or from libcurl once they arrived. In detail/ for the fuzz target.
  */
 #pragma once
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace kvikio::detail {
@@ -26,5 +27,19 @@ namespace kvikio::detail {
  * missing slash, a number too large).
  */
 [[nodiscard]] std::size_t content_range_length(std::string_view value);
+
+/**
+ * @brief The ETag of the latest response `curl_easy_handle` received (a redirect's target's, not
+ * the redirect's), "" if it sent none. Usable from the first body byte on. Never throws: "" when
+ * the tag cannot be read (out of memory).
+ */
+[[nodiscard]] std::string response_entity_tag(void* curl_easy_handle) noexcept;
+
+/**
+ * @brief Whether two ETag values name the same version of an object: equal once a weak
+ * validator's "W/" is set aside (RFC 9110's weak comparison: a server may weaken a tag, for
+ * instance when it compresses, without the object changing).
+ */
+[[nodiscard]] bool same_entity_tag(std::string_view a, std::string_view b) noexcept;
 
 }  // namespace kvikio::detail
