@@ -302,8 +302,8 @@ TEST_F(Faults, AnObjectThatChangedSizeIsRefused)
 // differs from the open's): refused before a byte is written, saying so, on both transports.
 TEST_F(Faults, AnObjectReplacedBySameSizeIsRefused)
 {
-  for (auto backend : {kvikio::RemoteBackendType::LIBCURL_EASY,
-                       kvikio::RemoteBackendType::LIBCURL_MULTI_POLL}) {
+  for (auto backend :
+       {kvikio::RemoteBackendType::LIBCURL_EASY, kvikio::RemoteBackendType::LIBCURL_MULTI_POLL}) {
     auto h = RemoteHandle::open(server_.url("rewritten/x"), RemoteEndpointType::HTTP);
     h.set_remote_backend(backend);
     std::string what;

@@ -52,8 +52,7 @@ std::string response_entity_tag(void* curl_easy_handle) noexcept
   curl_header* header = nullptr;
   // Request -1: the latest response of the transfer, so a redirect's own tag is not taken.
   if (curl_easy_header(
-        static_cast<CURL*>(curl_easy_handle), "ETag", 0, CURLH_HEADER, -1, &header) !=
-        CURLHE_OK ||
+        static_cast<CURL*>(curl_easy_handle), "ETag", 0, CURLH_HEADER, -1, &header) != CURLHE_OK ||
       header == nullptr || header->value == nullptr) {
     return {};
   }

@@ -2,7 +2,8 @@
  * SPDX-License-Identifier: Apache-2.0
  *
  * Reading the HTTP response headers the remote transports need (Content-Range, ETag), one line
- * at a time as libcurl's header callback hands them over, or from libcurl once they arrived. In detail/ for the fuzz target.
+ * at a time as libcurl's header callback hands them over, or from libcurl once they arrived.
+ * In detail/ for the fuzz target.
  */
 #pragma once
 
