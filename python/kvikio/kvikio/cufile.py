@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 from typing import Any, Union
 
 from kvikio import _lib
@@ -36,6 +37,27 @@ class IOFuture:
         future = getattr(self, "_future", None)  # absent when __init__ failed
         if future is not None:
             future.wait()  # uninterrupted: the buffer must outlive the operation
+
+
+# Operations of blocking calls (``read``, ``write``) whose wait a signal handler's exception
+# interrupted: kept here, with the buffers they hold, until they end, so that the exception
+# reaches the caller at once rather than after the operation (which a stalled server can make
+# minutes), and still no byte lands in freed memory. Pruned of ended ones at each addition.
+_interrupted: list[IOFuture] = []
+_interrupted_lock = threading.Lock()
+
+
+def complete(future: IOFuture) -> int:
+    """``future.get()`` for a blocking call: a signal handler's exception (Ctrl-C, an alarm)
+    ends the call at once, leaving the operation to finish in the background."""
+    try:
+        return future.get()
+    except BaseException:
+        if not future.done():
+            with _interrupted_lock:
+                _interrupted[:] = [f for f in _interrupted if not f.done()]
+                _interrupted.append(future)
+        raise
 
 
 class IOFutureStream:
@@ -115,11 +137,11 @@ class CuFile:
 
     def read(self, buf, size: int | None = None, file_offset: int = 0,
              task_size: int | None = None) -> int:
-        return self.pread(buf, size, file_offset, task_size).get()
+        return complete(self.pread(buf, size, file_offset, task_size))
 
     def write(self, buf, size: int | None = None, file_offset: int = 0,
               task_size: int | None = None) -> int:
-        return self.pwrite(buf, size, file_offset, task_size).get()
+        return complete(self.pwrite(buf, size, file_offset, task_size))
 
     def _async(self, op, buf, stream, size, file_offset, dev_offset, writable) -> IOFutureStream:
         b = as_buffer(buf, writable=writable)

@@ -9,7 +9,7 @@ from typing import Optional
 
 from kvikio import _lib
 from kvikio._buffers import as_buffer, size_of, unsigned
-from kvikio.cufile import IOFuture
+from kvikio.cufile import IOFuture, complete
 
 
 class Mmap:
@@ -52,9 +52,7 @@ class Mmap:
         self.close()
 
     def read(self, buf, size: int | None = None, offset: int = 0) -> int:
-        b = as_buffer(buf, writable=True)
-        off = unsigned("read", "offset", offset)
-        return self._handle.read(b.ptr, size_of(b, size, "read"), off)
+        return complete(self.pread(buf, size, offset))
 
     def pread(self, buf, size: int | None = None, offset: int = 0,
               task_size: int | None = None) -> IOFuture:

@@ -8,7 +8,7 @@ from typing import Optional
 
 from kvikio import _lib
 from kvikio._buffers import as_buffer, size_of, stream_handle, unsigned
-from kvikio.cufile import IOFuture, IOFutureStream
+from kvikio.cufile import IOFuture, complete, IOFutureStream
 
 RemoteEndpointType = _lib.RemoteEndpointType
 
@@ -108,9 +108,7 @@ class RemoteFile:
         return self._handle.remote_endpoint_type()
 
     def read(self, buf, size: int | None = None, file_offset: int = 0) -> int:
-        b = as_buffer(buf, writable=True)
-        off = unsigned("read", "file_offset", file_offset)
-        return self._handle.read(b.ptr, size_of(b, size, "read"), off)
+        return complete(self.pread(buf, size, file_offset))
 
     def pread(self, buf, size: int | None = None, file_offset: int = 0,
               task_size: int | None = None) -> IOFuture:

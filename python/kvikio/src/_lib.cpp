@@ -128,10 +128,47 @@ class StreamOp {
   explicit StreamOp(kvikio::StreamFuture f) : future_{std::move(f)} {}
   std::size_t check_bytes_done()
   {
+    wait_for_stream();
     return without_gil([&] { return future_.check_bytes_done(); });
   }
 
  private:
+  /// Waits for the work on the future's stream so far in slices between which Python's signal
+  /// handlers run, as Future::get() does: a host function enqueued behind that work fulfils a
+  /// promise. Where none can be enqueued, or the stream reports an error, check_bytes_done()'s
+  /// synchronisation waits or reports the error.
+  void wait_for_stream()
+  {
+    CUstream stream{};
+    try {
+      stream = std::get<5>(future_.get_args());
+    } catch (kvikio::CUfileException const&) {
+      return;  // an empty future: check_bytes_done() says so
+    }
+    auto const& cuda = kvikio::cudaAPI::instance();
+    auto const busy  = [&] { return cuda.StreamQuery(stream) == CUDA_ERROR_NOT_READY; };
+    if (!without_gil(busy)) { return; }
+    auto* reached    = new std::promise<void>();
+    auto ended       = reached->get_future();
+    CUresult const r = cuda.LaunchHostFunc(
+      stream,
+      [](void* promise) {
+        static_cast<std::promise<void>*>(promise)->set_value();
+        delete static_cast<std::promise<void>*>(promise);
+      },
+      reached);
+    if (r != CUDA_SUCCESS) {
+      delete reached;
+      return;
+    }
+    // On a stream that fails before the host function runs, it never runs: its promise is left.
+    while (!without_gil([&] {
+      return ended.wait_for(std::chrono::milliseconds(100)) == std::future_status::ready || !busy();
+    })) {
+      if (PyErr_CheckSignals() != 0) { throw py::error_already_set(); }
+    }
+  }
+
   kvikio::StreamFuture future_;
 };
 

@@ -2,8 +2,9 @@
 """Hostile cases, process lifecycle: a Python signal handler runs while a read is waited for
 (docs/python.md, "What may be interrupted"). In a child process (its main thread gets the
 signal), a read from the misbehaving server's /stall/ path, which sends headers and then
-nothing, is waited for with ``get()`` under ``signal.alarm(1)``: the alarm's handler must
-interrupt the wait within a couple of seconds, not when the HTTP timeout ends the read."""
+nothing, is waited for under ``signal.alarm(1)`` (by ``get()``, by the blocking ``read()``, by
+``check_bytes_done()`` of a stream-ordered read): the alarm's handler must interrupt the wait
+within a couple of seconds, not when the HTTP timeout ends the read. Then fork and exit."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 from conftest import start_server
 
 CHILD = r"""
-import signal, sys, time
+import ctypes, signal, sys, time
 import numpy as np
 import kvikio, kvikio.defaults
 
@@ -29,13 +30,27 @@ def on_alarm(signum, frame):
 
 kvikio.defaults.set({"http_timeout": 8, "http_max_attempts": 1})
 f = kvikio.RemoteFile.open_http(sys.argv[1], 100000)
-buf = np.empty(1000, np.uint8)
+how = sys.argv[2]
+if how == "check_bytes_done":
+    sys.path.insert(0, sys.argv[3])
+    from conftest import DeviceArray, driver
+    buf = DeviceArray(1000)
+    stream = ctypes.c_void_p()
+    driver().check(driver().lib.cuStreamCreate(ctypes.byref(stream), 1), "cuStreamCreate")
+else:
+    buf = np.empty(1000, np.uint8)
 signal.signal(signal.SIGALRM, on_alarm)
 t0 = time.monotonic()
-future = f.pread(buf, 1000, 0)
 signal.alarm(1)
 try:
-    future.get()
+    if how == "get":
+        future = f.pread(buf, 1000, 0)
+        future.get()
+    elif how == "read":
+        f.read(buf, 1000, 0)
+    else:
+        future = f.read_async(buf, stream.value, 1000, 0)
+        future.check_bytes_done()
     print("NOT INTERRUPTED", flush=True)
 except Alarm:
     print(f"INTERRUPTED {time.monotonic() - t0:.2f}", flush=True)
@@ -52,10 +67,12 @@ def stalling_server():
     proc.wait()
 
 
+@pytest.mark.parametrize("how", ["get", "read", "check_bytes_done"])
 @pytest.mark.parametrize("transport", ["LIBCURL_EASY", "LIBCURL_MULTI_POLL"])
-def test_an_alarm_interrupts_a_wait_for_a_stalled_read(stalling_server, transport):
+def test_an_alarm_interrupts_a_wait_for_a_stalled_read(stalling_server, transport, how):
     env = {**os.environ, "KVIKIO_REMOTE_BACKEND": transport}
-    child = subprocess.run([sys.executable, "-c", CHILD, f"{stalling_server}/stall/x"],
+    child = subprocess.run([sys.executable, "-c", CHILD, f"{stalling_server}/stall/x", how,
+                            os.path.dirname(__file__)],
                            capture_output=True, text=True, timeout=60, env=env)
     words = child.stdout.split()
     assert child.returncode == 0 and words[:1] == ["INTERRUPTED"], (
