@@ -6,10 +6,16 @@
  * Every failure must be a clear error naming the URL, and nothing may be written outside the
  * destination.
  */
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <future>
 #include <stdexcept>
@@ -20,6 +26,7 @@
 #include <gtest/gtest.h>
 
 #include <kvikio/defaults.hpp>
+#include <kvikio/detail/curl.hpp>
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/remote_handle.hpp>
 
@@ -336,6 +343,85 @@ TEST_F(Faults, AWeakTagAndARedirectsTagAreTheSameVersion)
     EXPECT_EQ(h.nbytes(), obj_size) << path;
     expect_read(h, 3000, 7);
   }
+}
+
+// Takes every descriptor the process may still open: the soft RLIMIT_NOFILE is lowered to a
+// little above the descriptors open now, and /dev/null is opened until that runs out. Undone
+// when destroyed.
+class DescriptorsExhausted {
+ public:
+  DescriptorsExhausted()
+  {
+    ::getrlimit(RLIMIT_NOFILE, &saved_);
+    int const probe = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ::close(probe);
+    rlimit lowered   = saved_;
+    lowered.rlim_cur = static_cast<rlim_t>(probe) + 16;
+    ::setrlimit(RLIMIT_NOFILE, &lowered);
+    for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) {
+      held_.push_back(fd);
+    }
+    errno_ = errno;
+  }
+  ~DescriptorsExhausted()
+  {
+    for (int fd : held_) {
+      ::close(fd);
+    }
+    ::setrlimit(RLIMIT_NOFILE, &saved_);
+  }
+  DescriptorsExhausted(DescriptorsExhausted const&)            = delete;
+  DescriptorsExhausted& operator=(DescriptorsExhausted const&) = delete;
+  [[nodiscard]] int last_errno() const noexcept { return errno_; }
+
+ private:
+  rlimit saved_{};
+  std::vector<int> held_;
+  int errno_{0};
+};
+
+// Under a low `ulimit -n` the connections the library keeps idle for reuse are what stands
+// between a new request and its socket: a connect that finds no descriptor closes them and
+// tries again (the size request of an open and a ranged read alike).
+TEST_F(Faults, IdleConnectionsMakeRoomWhenDescriptorsRunOut)
+{
+  MisbehavingServer other{obj_size};
+  kvikio::LibCurl::instance().release_idle_handles();
+  {
+    // Three handles at once, each left idle with its connection to server_ (as the threads of
+    // a pool leave theirs).
+    std::vector<std::unique_ptr<kvikio::CurlHandle>> handles;
+    std::string const url = server_.url("ok/x");
+    for (int i = 0; i < 3; ++i) {
+      auto& curl = handles.emplace_back(std::make_unique<kvikio::CurlHandle>());
+      curl->setopt(CURLOPT_URL, url.c_str());
+      curl->setopt(CURLOPT_NOBODY, 1L);
+      curl->perform();
+    }
+  }
+  DescriptorsExhausted exhausted;
+  ASSERT_EQ(exhausted.last_errno(), EMFILE);
+  // Another origin: no idle connection can be reused, a socket is needed.
+  auto h = RemoteHandle::open(other.url("ok/y"), RemoteEndpointType::HTTP);
+  EXPECT_EQ(h.nbytes(), obj_size);
+  expect_read(h, 3000, 11);
+}
+
+// With nothing idle to close, the error says a descriptor was missing and what the limit is
+// (libcurl's own words name only the connect).
+TEST_F(Faults, NoDescriptorLeftIsSaidSo)
+{
+  kvikio::LibCurl::instance().release_idle_handles();
+  DescriptorsExhausted exhausted;
+  ASSERT_EQ(exhausted.last_errno(), EMFILE);
+  std::string what;
+  try {
+    (void)RemoteHandle::open(server_.url("ok/z"), RemoteEndpointType::HTTP);
+  } catch (std::exception const& e) {
+    what = e.what();
+  }
+  EXPECT_NE(what.find("Too many open files"), std::string::npos) << what;
+  EXPECT_NE(what.find("(RLIMIT_NOFILE, ulimit -n)"), std::string::npos) << what;
 }
 
 // A server that does not know the total ("bytes first-last/*") is believed for its range.

@@ -3,9 +3,14 @@
  */
 #include <kvikio/detail/curl.hpp>
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -69,6 +74,16 @@ void LibCurl::retain_handle(UniqueHandlePtr handle)
   curl_easy_reset(handle.get());  // options back to defaults; connections and caches stay
   std::lock_guard const lock{mutex_};
   free_.push_back(std::move(handle));  // on bad_alloc the handle is cleaned up instead
+}
+
+std::size_t LibCurl::release_idle_handles()
+{
+  std::vector<UniqueHandlePtr> idle;
+  {
+    std::lock_guard const lock{mutex_};
+    idle.swap(free_);
+  }
+  return idle.size();  // freed here, outside the lock: closing a TLS connection speaks to its peer
 }
 
 CurlHandle::CurlHandle() : CurlHandle(LibCurl::instance().get_handle(), {}, {}) {}
@@ -141,8 +156,33 @@ long CurlHandle::status() const noexcept
 
 std::string CurlHandle::error_message(CURLcode code) const
 {
-  return std::string{curl_easy_strerror(code)} +
-         (error_[0] != '\0' ? std::string{": "} + error_ : std::string{});
+  std::string message = std::string{curl_easy_strerror(code)} +
+                        (error_[0] != '\0' ? std::string{": "} + error_ : std::string{});
+  if (int const error = descriptor_shortage(code); error != 0) {
+    // libcurl names the connect, not the socket() that failed for want of a descriptor.
+    rlimit limit{};
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+    message += " (no socket: " + std::string{std::strerror(error)} +
+               (error == EMFILE ? "; this process may open " + std::to_string(limit.rlim_cur) +
+                                    " files (RLIMIT_NOFILE, ulimit -n)"
+                                : std::string{"; the system's limit of open files"}) +
+               ")";
+  }
+  return message;
+}
+
+int CurlHandle::descriptor_shortage(CURLcode code) const noexcept
+{
+  if (code != CURLE_COULDNT_CONNECT) { return 0; }
+  long error = 0;
+  curl_easy_getinfo(handle_.get(), CURLINFO_OS_ERRNO, &error);
+  if (error == EMFILE || error == ENFILE) { return static_cast<int>(error); }
+  int const probe = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (probe >= 0) {
+    ::close(probe);
+    return 0;
+  }
+  return errno == EMFILE || errno == ENFILE ? errno : 0;
 }
 
 void CurlHandle::check_setopt(CURLcode code, CURLoption option) const

@@ -112,6 +112,7 @@ std::optional<std::chrono::milliseconds> RangeRequest::outcome(CurlHandle const&
     throw std::overflow_error("maybe the server doesn't support file ranges? [KvikIO: " + what() +
                               ": the server sent more bytes than the range asked for]");
   }
+  if (retry_.retry_after_releasing_descriptors(curl, code)) { return std::chrono::milliseconds{0}; }
   bool const retry = retry_.retryable(code, status);
   if (code == CURLE_OK && !retry) {
     if (status / 100 != 2) { throw http_status_error(status, what(), sink_.error_body()); }

@@ -34,6 +34,13 @@ bool RetryRule::retryable(CURLcode code, long status) const
          std::find(retry_statuses_.begin(), retry_statuses_.end(), status) != retry_statuses_.end();
 }
 
+bool RetryRule::retry_after_releasing_descriptors(CurlHandle const& curl, CURLcode code)
+{
+  if (released_descriptors_ || curl.descriptor_shortage(code) == 0) { return false; }
+  released_descriptors_ = true;
+  return LibCurl::instance().release_idle_handles() > 0;
+}
+
 std::chrono::milliseconds RetryRule::next_attempt(CURLcode code, long status)
 {
   bool const timeout = code == CURLE_OPERATION_TIMEDOUT;
@@ -71,6 +78,7 @@ CURLcode perform_retrying(CurlHandle& curl,
   while (true) {
     if (before_attempt) { before_attempt(); }
     CURLcode const code = curl.try_perform();
+    if (rule.retry_after_releasing_descriptors(curl, code)) { continue; }
     if (!rule.retryable(code, curl.status())) { return code; }
     std::this_thread::sleep_for(rule.next_attempt(code, curl.status()));
   }

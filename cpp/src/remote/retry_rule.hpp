@@ -47,6 +47,14 @@ class RetryRule {
    */
   std::chrono::milliseconds next_attempt(CURLcode code, long status);
 
+  /**
+   * @brief Whether the attempt that ended with `code` on `curl` failed for want of a descriptor
+   * (no socket: EMFILE, ENFILE) and is to be tried again at once, as it is the first such
+   * failure of the request and idle connections were closed to make room
+   * (LibCurl::release_idle_handles()). Counts no attempt.
+   */
+  [[nodiscard]] bool retry_after_releasing_descriptors(CurlHandle const& curl, CURLcode code);
+
   /// @brief The attempt now running or about to run, from 1.
   [[nodiscard]] std::size_t attempt() const noexcept { return attempt_; }
 
@@ -55,6 +63,7 @@ class RetryRule {
 
  private:
   std::size_t attempt_{1};
+  bool released_descriptors_{false};
   std::size_t max_attempts_;
   std::vector<int> retry_statuses_;
   std::string what_;

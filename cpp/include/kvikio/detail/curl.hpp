@@ -45,6 +45,13 @@ class LibCurl {
   /// @brief Resets `handle`'s options to their defaults and keeps it (and its connections).
   void retain_handle(UniqueHandlePtr handle);
 
+  /**
+   * @brief Frees the handles kept for reuse, closing their idle connections (a descriptor
+   * each), and returns how many there were. Handles in use are not touched. A request that
+   * cannot open a socket for want of descriptors (EMFILE, ENFILE) calls this and tries again.
+   */
+  std::size_t release_idle_handles();
+
   LibCurl(LibCurl const&)            = delete;
   LibCurl& operator=(LibCurl const&) = delete;
 
@@ -96,7 +103,13 @@ class CurlHandle {
   CURLcode try_perform() noexcept;
   /// @brief The HTTP status of the last transfer (0 if none).
   [[nodiscard]] long status() const noexcept;
+  /// @brief libcurl's text for `code` and its error buffer; a connect that failed for want of
+  /// a descriptor says so, with the process's limit.
   [[nodiscard]] std::string error_message(CURLcode code) const;
+  /// @brief EMFILE or ENFILE if the transfer ended with `code` for want of a descriptor (a
+  /// failed connect while this process can open none), else 0. libcurl does not always keep
+  /// the errno of the socket() that failed, so the process's descriptors are probed.
+  [[nodiscard]] int descriptor_shortage(CURLcode code) const noexcept;
   [[nodiscard]] CURL* get() const noexcept { return handle_.get(); }
   /// @brief The libcurl easy handle, by upstream's name.
   [[nodiscard]] CURL* handle() noexcept { return handle_.get(); }
