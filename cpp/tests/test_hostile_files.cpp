@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@
 #include <kvikio/mmap.hpp>
 
 #include "common/device.hpp"
+#include "common/file_size_limit.hpp"
 #include "common/temp_dir.hpp"
 
 using kvikio::test::pattern;
@@ -256,4 +258,32 @@ TEST_F(ShrinksUnderAMapping, ASigbusElsewhereStillEndsTheProcess)
   bool const ended_by_the_fault = WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS;
 #endif
   EXPECT_TRUE(ended_by_the_fault) << "the child ended with status " << status;
+}
+
+// A write that fails after writing a part (past RLIMIT_FSIZE: EFBIG, SIGXFSZ ignored) leaves
+// the handle's size at what the file has grown to, not at the size before the write; its error
+// names the file.
+TEST(FileSize, APartlyFailedWriteCountsWhatItWrote)
+{
+  TempDir dir;
+  std::string const path = dir.file("limited");
+  auto const data        = pattern(3 << 20, 5);
+  std::string what;
+  std::size_t nbytes = 0;
+  {
+    kvikio::test::FileSizeLimit const limit{1 << 20};
+    ASSERT_TRUE(limit.set());
+    kvikio::FileHandle f{path, "w"};
+    try {
+      (void)f.pwrite(data.data(), data.size(), 0, data.size()).get();
+    } catch (std::exception const& e) {
+      what = e.what();
+    }
+    nbytes = f.nbytes();
+  }
+  EXPECT_NE(what.find("(" + path + ")"), std::string::npos) << "the error names no file: " << what;
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 1 << 20) << "the part below the limit was not written";
+  EXPECT_EQ(nbytes, static_cast<std::size_t>(st.st_size));
 }

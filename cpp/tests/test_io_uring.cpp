@@ -53,6 +53,7 @@
 
 #include "common/child_process.hpp"
 #include "common/device.hpp"
+#include "common/file_size_limit.hpp"
 #include "common/temp_dir.hpp"
 
 using kvikio::test::api;
@@ -247,6 +248,18 @@ TEST_F(IoUring, RefusedSetupFallsBackToPosix)
     EXPECT_EQ(back, content_);
   }
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
+}
+
+// A ring refused for want of descriptors (or memory) sends that call to posix but is not
+// remembered: once descriptors are free again, io_uring serves the process and the thread.
+TEST_F(IoUring, ARingRefusedForNowIsTriedAgain)
+{
+  for (int refusal : {EMFILE, ENFILE, ENOMEM}) {
+    kvikio::detail::override_io_uring_setup(refusal);
+    EXPECT_FALSE(kvikio::detail::io_uring_usable()) << refusal;
+    kvikio::detail::override_io_uring_setup(0, false);  // the probe is not forgotten by hand
+    EXPECT_TRUE(kvikio::detail::io_uring_usable()) << refusal;
+  }
 }
 
 // `auto` reads through io_uring while the pool has at most half as many threads as there are
@@ -641,20 +654,16 @@ TEST_F(IoUringDevice, SignalsDuringWaits)
 // A write past RLIMIT_FSIZE: the kernel refuses it (EFBIG; SIGXFSZ ignored), reported as such.
 TEST_F(IoUring, WritePastTheFileSizeLimitIsEFBIG)
 {
-  rlimit old{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  auto* const old_handler = ::signal(SIGXFSZ, SIG_IGN);
-  rlimit limited          = old;
-  limited.rlim_cur        = 1 << 20;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
   int error = 0;
-  try {
-    kvikio::detail::io_uring_transfer_all(false, fd_, bytes(content_), 3 << 20, 0);
-  } catch (kvikio::GenericSystemError const& e) {
-    error = e.code().value();
+  {
+    kvikio::test::FileSizeLimit const limit{1 << 20};
+    ASSERT_TRUE(limit.set());
+    try {
+      kvikio::detail::io_uring_transfer_all(false, fd_, bytes(content_), 3 << 20, 0);
+    } catch (kvikio::GenericSystemError const& e) {
+      error = e.code().value();
+    }
   }
-  ::setrlimit(RLIMIT_FSIZE, &old);
-  ::signal(SIGXFSZ, old_handler);
   EXPECT_EQ(error, EFBIG);
   std::vector<std::uint8_t> back(1 << 20);
   ASSERT_EQ(::pread(fd_, back.data(), back.size(), 0), static_cast<ssize_t>(back.size()));

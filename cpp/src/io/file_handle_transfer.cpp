@@ -38,9 +38,8 @@ std::size_t host_transfer(HostBackend& backend,
                           std::size_t file_offset)
 {
   if (reading) { return backend.read_host(file, buf, size, file_offset); }
-  auto const written = backend.write_host(file, buf, size, file_offset);
-  state.grew_to(file_offset + written);
-  return written;
+  return state.counted_write(
+    file.fd, file_offset, [&] { return backend.write_host(file, buf, size, file_offset); });
 }
 
 }  // namespace detail
@@ -69,10 +68,9 @@ std::size_t device_transfer(detail::DeviceBackend& backend,
     detail::ChunkCursor cursor{size};
     return backend.read_device(file, devPtr_base, devPtr_offset, file_offset, cursor);
   }
-  std::size_t const moved =
-    backend.write_device(file, devPtr_base, devPtr_offset, size, file_offset);
-  state.grew_to(file_offset + moved);
-  return moved;
+  return state.counted_write(file.fd, file_offset, [&] {
+    return backend.write_device(file, devPtr_base, devPtr_offset, size, file_offset);
+  });
 }
 
 // A transfer done on the calling thread: its result, or its error, in a ready future, as a pool

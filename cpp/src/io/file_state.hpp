@@ -3,6 +3,8 @@
  */
 #pragma once
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <cstddef>
 
@@ -21,6 +23,22 @@ struct FileState {
   {
     std::size_t current = nbytes.load();
     while (current < end && !nbytes.compare_exchange_weak(current, end)) {}
+  }
+
+  /// `write()` (returning the bytes written) on `fd`, the size grown by what it wrote; a write
+  /// that fails may have written a part: the size is then what the file has grown to.
+  template <typename Write>
+  std::size_t counted_write(int fd, std::size_t file_offset, Write&& write)
+  {
+    try {
+      std::size_t const written = write();
+      grew_to(file_offset + written);
+      return written;
+    } catch (...) {
+      struct stat st {};
+      if (::fstat(fd, &st) == 0) { grew_to(static_cast<std::size_t>(st.st_size)); }
+      throw;
+    }
   }
 };
 

@@ -3,6 +3,9 @@
  */
 #include <kvikio/shim/cuda.hpp>
 
+#include <pthread.h>
+
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -68,10 +71,31 @@ struct CudaDriverLoader {
 
   static CudaDriverLoader const& get()
   {
-    static CudaDriverLoader const loader;
-    return loader;
+    if (auto const* loaded = done.load(std::memory_order_acquire)) { return *loaded; }
+    std::lock_guard const lock{loading};
+    if (auto const* loaded = done.load(std::memory_order_acquire)) { return *loaded; }
+    auto const* loaded = new CudaDriverLoader();  // never freed: the table is used until exit
+    done.store(loaded, std::memory_order_release);
+    return *loaded;
   }
+
+  // The load runs under `loading`, which fork() waits for (the handlers below): a child forked
+  // while another thread loads would find the load forever in progress (its thread is not
+  // there), and every first device check of the child would wait for it.
+  static inline std::mutex loading;
+  static inline std::atomic<CudaDriverLoader const*> done{nullptr};
 };
+
+namespace {
+
+// Registered when the library is loaded; never starts a load (a fork must not initialise the
+// driver: CUDA does not survive fork after cuInit).
+[[maybe_unused]] int const fork_waits_for_the_driver_load =
+  ::pthread_atfork([] { CudaDriverLoader::loading.lock(); },
+                   [] { CudaDriverLoader::loading.unlock(); },
+                   [] { CudaDriverLoader::loading.unlock(); });
+
+}  // namespace
 
 cudaAPI& cudaAPI::instance()
 {

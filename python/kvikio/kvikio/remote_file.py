@@ -90,7 +90,10 @@ class RemoteFile:
         return cls.open(url, RemoteEndpointType.WEBHDFS, None, nbytes)
 
     def close(self) -> None:
-        """Nothing to release (connections are pooled); the file stays usable, as upstream's."""
+        """Nothing to release (connections are pooled): the file stays usable, as upstream's,
+        and reads still running go on. When the file goes away, it waits for the reads whose
+        bytes are arriving; one stalled for a second, or about to be retried, then fails ("the
+        RemoteHandle was closed")."""
 
     def __enter__(self) -> "RemoteFile":
         return self

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <future>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include <cuda.h>
@@ -53,6 +54,11 @@ class ChunkCursor {
   std::size_t size_;
   std::atomic<std::size_t> next_{0};
 };
+
+/// @brief "fd <n> (<path>)": a descriptor as error messages name it, with the path it is open on
+/// (read from `/proc/self/fd`; the number alone where that fails); errno is left as it was.
+/// For failure paths only.
+[[nodiscard]] std::string fd_for_message(int fd);
 
 /// @brief Throws the detail::EndOfFileError of a read of `size` bytes at `offset` past the end of
 /// `fd` (naming the file's size), for every local backend.

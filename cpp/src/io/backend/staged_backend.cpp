@@ -47,7 +47,7 @@ std::size_t transfer_once(bool read, int fd, void* buf, std::size_t size, std::s
     throw_system_error(errno,
                        __FILE__,
                        __LINE__,
-                       std::string{read ? "pread" : "pwrite"} + "(fd " + std::to_string(fd) + ", " +
+                       std::string{read ? "pread" : "pwrite"} + "(" + fd_for_message(fd) + ", " +
                          std::to_string(size) + " bytes at offset " + std::to_string(offset) +
                          ") failed");
   }
@@ -70,11 +70,26 @@ std::byte* aligned_scratch(std::size_t& size)
   return buffer.get();
 }
 
+std::string fd_for_message(int fd)
+{
+  int const error  = errno;  // the caller's, which it may not have read yet
+  std::string text = "fd " + std::to_string(fd);
+  char target[4096];
+  std::string const link = "/proc/self/fd/" + std::to_string(fd);
+  ssize_t const n        = ::readlink(link.c_str(), target, sizeof(target));
+  if (n > 0 && static_cast<std::size_t>(n) < sizeof(target)) {
+    text += " (" + std::string{target, static_cast<std::size_t>(n)} + ")";
+  }
+  errno = error;
+  return text;
+}
+
 void throw_read_past_end(int fd, std::size_t size, std::size_t offset)
 {
-  throw EndOfFileError("POSIX error on pread: EOF (KvikIO: read past the end of the file: " +
-                       std::to_string(size) + " bytes at offset " + std::to_string(offset) +
-                       " requested, the file has " + file_size_text(fd) + " bytes)");
+  throw EndOfFileError(
+    "POSIX error on pread: EOF (KvikIO: read past the end of the file: " + std::to_string(size) +
+    " bytes at offset " + std::to_string(offset) + " requested, " + fd_for_message(fd) + " has " +
+    file_size_text(fd) + " bytes)");
 }
 
 CUstream StagedBackend::current_context_stream()

@@ -212,8 +212,8 @@ void Requests::completed(Piece const& p, int res)
     throw_system_error(res == 0 ? EIO : -res,
                        __FILE__,
                        __LINE__,
-                       std::string{"io_uring "} + (read_ ? "read" : "write") + "(fd " +
-                         std::to_string(fd_) + ", " + std::to_string(p.len) + " bytes at offset " +
+                       std::string{"io_uring "} + (read_ ? "read" : "write") + "(" +
+                         fd_for_message(fd_) + ", " + std::to_string(p.len) + " bytes at offset " +
                          std::to_string(p.offset) + ") failed");
   } catch (...) {
     error_ = std::current_exception();

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -40,6 +42,15 @@ unsigned machine_cores() noexcept
 // Registered-buffer table entries per thread ring: staging buffers of the transfers on the thread
 // (the default shape takes 4), with room for settings that take more.
 constexpr unsigned registered_table_size = 64;
+
+// A ring refused for want of descriptors or memory may be granted later: such a refusal sends
+// one call to posix and is not remembered (a full descriptor table at the first use would
+// otherwise turn io_uring off for the process, or the thread, for good).
+bool refused_for_now(int errno_value) noexcept
+{
+  return errno_value == EMFILE || errno_value == ENFILE || errno_value == ENOMEM ||
+         errno_value == EAGAIN;
+}
 
 int setup(unsigned entries, io_uring* ring) noexcept
 {
@@ -135,6 +146,14 @@ ThreadRing* this_thread_ring_object() noexcept
     ring_generation = detail::fork_generation();
     try {
       ring = std::make_unique<ThreadRing>();
+    } catch (std::system_error const& e) {
+      if (refused_for_now(e.code().value())) { return nullptr; }
+      refused = true;
+      if (!logged.exchange(true)) {
+        KVIKIO_LOG_WARN("io_uring: a thread's ring cannot be set up (",
+                        e.what(),
+                        "): that thread's local I/O uses posix");
+      }
     } catch (std::exception const& e) {
       refused = true;
       if (!logged.exchange(true)) {
@@ -156,6 +175,7 @@ io_uring* this_thread_ring() noexcept
 }  // namespace uring
 
 using uring::probed;
+using uring::refused_for_now;
 using uring::setup;
 using uring::this_thread_ring;
 
@@ -166,6 +186,7 @@ bool io_uring_available() noexcept
   io_uring ring{};
   int const r = setup(4, &ring);
   if (r == 0) { io_uring_queue_exit(&ring); }
+  if (r != 0 && refused_for_now(-r)) { return false; }
   int expected = 0;
   if (probed.compare_exchange_strong(expected, r == 0 ? 1 : 2) && r != 0) {
     if (defaults::local_io_backend() == LocalIOBackend::IO_URING) {
