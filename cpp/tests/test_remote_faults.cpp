@@ -416,6 +416,11 @@ TEST_F(Faults, IdleConnectionsMakeRoomWhenDescriptorsRunOut)
 // (libcurl's own words name only the connect).
 TEST_F(Faults, NoDescriptorLeftIsSaidSo)
 {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "UndefinedBehaviorSanitizer (built with ASan) needs descriptors of its own "
+                  "while none is left: its vptr check probes memory through a pipe (seen "
+                  "reporting a false error and hanging); the Release and TSan builds run it";
+#endif
   kvikio::LibCurl::instance().release_idle_handles();
   DescriptorsExhausted exhausted;
   ASSERT_EQ(exhausted.last_errno(), EMFILE);

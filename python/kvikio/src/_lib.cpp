@@ -399,10 +399,6 @@ void bind_remote(py::module_& m)
     .def("endpoint_str", [](kvikio::RemoteHandle const& h) { return h.endpoint().str(); })
     .def("nbytes", &kvikio::RemoteHandle::nbytes)
     .def("remote_endpoint_type", &kvikio::RemoteHandle::remote_endpoint_type)
-    .def("read",
-         [](kvikio::RemoteHandle& h, std::uintptr_t buf, std::size_t size, std::size_t offset) {
-           return without_gil([&] { return h.read(as_ptr(buf), size, offset); });
-         })
     .def(
       "pread",
       [](kvikio::RemoteHandle& h,
@@ -448,10 +444,6 @@ void bind_mmap_and_buffers(py::module_& m)
     .def("nbytes", &kvikio::MmapHandle::nbytes)
     .def("closed", &kvikio::MmapHandle::closed)
     .def("close", [](kvikio::MmapHandle& h) { without_gil([&] { h.close(); }); })
-    .def("read",
-         [](kvikio::MmapHandle& h, std::uintptr_t buf, std::size_t size, std::size_t offset) {
-           return without_gil([&] { return h.read(as_ptr(buf), size, offset); });
-         })
     .def(
       "pread",
       [](kvikio::MmapHandle& h,

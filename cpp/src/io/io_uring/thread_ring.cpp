@@ -146,15 +146,9 @@ ThreadRing* this_thread_ring_object() noexcept
     ring_generation = detail::fork_generation();
     try {
       ring = std::make_unique<ThreadRing>();
-    } catch (std::system_error const& e) {
-      if (refused_for_now(e.code().value())) { return nullptr; }
-      refused = true;
-      if (!logged.exchange(true)) {
-        KVIKIO_LOG_WARN("io_uring: a thread's ring cannot be set up (",
-                        e.what(),
-                        "): that thread's local I/O uses posix");
-      }
     } catch (std::exception const& e) {
+      auto const* system = dynamic_cast<std::system_error const*>(&e);
+      if (system != nullptr && refused_for_now(system->code().value())) { return nullptr; }
       refused = true;
       if (!logged.exchange(true)) {
         KVIKIO_LOG_WARN("io_uring: a thread's ring cannot be set up (",
