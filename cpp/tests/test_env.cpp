@@ -5,6 +5,8 @@
  * plus the alias rules. Everything goes through detail::Settings::from_environment(), the one
  * place that reads KVIKIO_* variables.
  */
+#include <stdlib.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -442,6 +445,36 @@ TEST(SettingsPage, NamesEveryVariableTheLibraryReads)
     EXPECT_TRUE(read_by_code.count(name) == 1)
       << name << " is on docs/settings.md but no code reads it";
   }
+  // And the library knows each one: none is reported as unknown when set.
+  std::vector<std::string> set_here;
+  for (auto const& name : read_by_code) {
+    if (std::getenv(name.c_str()) == nullptr && ::setenv(name.c_str(), "x", 0) == 0) {
+      set_here.push_back(name);
+    }
+  }
+  auto const unknown = Settings::unknown_environment();
+  for (auto const& name : set_here) {
+    ::unsetenv(name.c_str());
+  }
+  for (auto const& [name, nearest] : unknown) {
+    EXPECT_EQ(read_by_code.count(name), 0U) << name << " is read by the library but unknown to it";
+  }
+}
+
+// A KVIKIO_* variable the library does not read is reported, with the known name nearest to it
+// when one is within 3 edits (a misspelled setting is otherwise silently ignored).
+TEST(SettingsPage, UnknownVariablesAreNamedWithTheNearestKnownName)
+{
+  EnvGuard const env{{"KVIKIO_TASKSIZE", "5"},
+                     {"KVIKIO_ENTIRELY_UNRELATED_THING", "1"},
+                     {"KVIKIO_TASK_SIZE", "4096"}};
+  auto const unknown = Settings::unknown_environment();
+  std::map<std::string, std::string> const found(unknown.begin(), unknown.end());
+  ASSERT_EQ(found.count("KVIKIO_TASKSIZE"), 1U);
+  EXPECT_EQ(found.at("KVIKIO_TASKSIZE"), "KVIKIO_TASK_SIZE");
+  ASSERT_EQ(found.count("KVIKIO_ENTIRELY_UNRELATED_THING"), 1U);
+  EXPECT_EQ(found.at("KVIKIO_ENTIRELY_UNRELATED_THING"), "");
+  EXPECT_EQ(found.count("KVIKIO_TASK_SIZE"), 0U);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <kvikio/compat_mode.hpp>
@@ -172,6 +173,14 @@ struct Settings {
    * @throws std::invalid_argument naming the first invalid variable and its value.
    */
   static Settings from_environment();
+
+  /**
+   * @brief The `KVIKIO_*` variables set in the environment that the library does not read, each
+   * with the known name nearest to it (by edit distance; "" when none is within 3 edits): a
+   * misspelled setting is otherwise silently ignored. The first use of the settings logs each
+   * at warn level.
+   */
+  static std::vector<std::pair<std::string, std::string>> unknown_environment();
 };
 
 /// @brief Parses `ON|OFF|AUTO` (and upstream's other spellings) of variable `name`.

@@ -3,6 +3,8 @@
  */
 #include <kvikio/defaults.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <deque>
@@ -12,6 +14,8 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/shim/cufile.hpp>
@@ -20,11 +24,73 @@ namespace kvikio {
 namespace detail {
 namespace {
 
+// Every KVIKIO_* variable the library reads: the settings below, and those read where they are
+// used (the logger's file, libcurl's verbosity, the WebHDFS user name). A name read here and
+// missing from this list is a logic error at the first use of the settings.
+constexpr std::string_view known_variables[] = {
+  "KVIKIO_COMPAT_MODE",
+  "KVIKIO_NTHREADS",
+  "KVIKIO_NUM_THREADS",
+  "KVIKIO_TASK_SIZE",
+  "KVIKIO_GDS_THRESHOLD",
+  "KVIKIO_BOUNCE_BUFFER_SIZE",
+  "KVIKIO_NUM_BOUNCE_BUFFERS",
+  "KVIKIO_HTTP_MAX_ATTEMPTS",
+  "KVIKIO_HTTP_TIMEOUT",
+  "KVIKIO_HTTP_STATUS_CODES",
+  "KVIKIO_AUTO_DIRECT_IO_READ",
+  "KVIKIO_AUTO_DIRECT_IO_READ_OVERREAD",
+  "KVIKIO_AUTO_DIRECT_IO_WRITE",
+  "KVIKIO_THREAD_POOL_PER_BLOCK_DEVICE",
+  "KVIKIO_LOCAL_IO_BACKEND",
+  "KVIKIO_REMOTE_BACKEND",
+  "KVIKIO_REMOTE_IO_BACKEND",
+  "KVIKIO_REMOTE_MAX_CONNECTIONS",
+  "KVIKIO_REMOTE_IO_NUM_REACTORS",
+  "KVIKIO_REMOTE_IO_REACTOR_DISPATCH",
+  "KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS",
+  "KVIKIO_EVENT_POOL_MAX_PER_CONTEXT",
+  "KVIKIO_IPC_EXPORT_CACHE_SIZE",
+  "KVIKIO_IPC_OPEN_CACHE_SIZE",
+  "KVIKIO_LOG_LEVEL",
+  "KVIKIO_LOG_FILE",
+  "KVIKIO_REMOTE_VERBOSE",
+  "KVIKIO_WEBHDFS_USERNAME",
+};
+
+std::string_view known(std::string_view name)
+{
+  if (std::find(std::begin(known_variables), std::end(known_variables), name) ==
+      std::end(known_variables)) {
+    throw std::logic_error(std::string{name} + " is read but not in known_variables");
+  }
+  return name;
+}
+
 // Reads one variable with `parse`, keeping `value` when it is unset.
 template <typename T, typename Parse>
 void read_env(T& value, std::string_view name, Parse parse)
 {
-  if (auto text = getenv_trimmed(name)) { value = parse(name, *text); }
+  if (auto text = getenv_trimmed(known(name))) { value = parse(name, *text); }
+}
+
+// Levenshtein distance, for the nearest known name of a misspelled one.
+std::size_t edit_distance(std::string_view a, std::string_view b)
+{
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) {
+    row[j] = j;
+  }
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0]               = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t const up = row[j];
+      row[j]   = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
 }
 
 auto unsigned_in(Bounds b)
@@ -89,8 +155,9 @@ Settings Settings::from_environment()
 {
   Settings s;
   read_env(s.compat_mode, "KVIKIO_COMPAT_MODE", parse_compat_mode);
-  if (auto nthreads = getenv_aliases<std::uint64_t>({"KVIKIO_NTHREADS", "KVIKIO_NUM_THREADS"},
-                                                    unsigned_in(bounds::thread_pool_nthreads))) {
+  if (auto nthreads =
+        getenv_aliases<std::uint64_t>({known("KVIKIO_NTHREADS"), known("KVIKIO_NUM_THREADS")},
+                                      unsigned_in(bounds::thread_pool_nthreads))) {
     s.thread_pool_nthreads = static_cast<unsigned int>(nthreads->second);
   }
   read_env(s.task_size, "KVIKIO_TASK_SIZE", unsigned_in(bounds::task_size));
@@ -108,7 +175,8 @@ Settings Settings::from_environment()
   read_env(s.thread_pool_per_block_device, "KVIKIO_THREAD_POOL_PER_BLOCK_DEVICE", parse_bool);
   read_env(s.local_io_backend, "KVIKIO_LOCAL_IO_BACKEND", parse_local_io_backend);
   if (auto backend = getenv_aliases<RemoteBackendType>(
-        {"KVIKIO_REMOTE_BACKEND", "KVIKIO_REMOTE_IO_BACKEND"}, parse_remote_backend)) {
+        {known("KVIKIO_REMOTE_BACKEND"), known("KVIKIO_REMOTE_IO_BACKEND")},
+        parse_remote_backend)) {
     s.remote_backend = backend->second;
   }
   read_env(s.remote_max_connections,
@@ -131,10 +199,34 @@ Settings Settings::from_environment()
   read_env(
     s.ipc_open_cache_size, "KVIKIO_IPC_OPEN_CACHE_SIZE", unsigned_in(bounds::ipc_open_cache_size));
   // The logger keeps its own level; it is validated here so a typo is an error, not a silence.
-  if (auto level = getenv_trimmed("KVIKIO_LOG_LEVEL")) {
+  if (auto level = getenv_trimmed(known("KVIKIO_LOG_LEVEL"))) {
     parse_log_level("KVIKIO_LOG_LEVEL", *level);
   }
   return s;
+}
+
+std::vector<std::pair<std::string, std::string>> Settings::unknown_environment()
+{
+  std::vector<std::pair<std::string, std::string>> unknown;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string_view const variable{*entry};
+    std::string_view const name = variable.substr(0, variable.find('='));
+    if (name.substr(0, 7) != "KVIKIO_" ||
+        std::find(std::begin(known_variables), std::end(known_variables), name) !=
+          std::end(known_variables)) {
+      continue;
+    }
+    std::string_view nearest;
+    std::size_t best = 4;  // within 3 edits, or none
+    for (std::string_view const candidate : known_variables) {
+      if (std::size_t const d = edit_distance(name, candidate); d < best) {
+        best    = d;
+        nearest = candidate;
+      }
+    }
+    unknown.emplace_back(std::string{name}, std::string{nearest});
+  }
+  return unknown;
 }
 
 }  // namespace detail
@@ -151,6 +243,11 @@ struct State {
   // logged), and a size that fits can be set, instead of every call failing.
   explicit State(detail::Settings s) : settings{std::move(s)}, pool{1}
   {
+    for (auto const& [name, nearest] : detail::Settings::unknown_environment()) {
+      KVIKIO_LOG_WARN(name,
+                      " is not a KvikIO setting and is ignored",
+                      nearest.empty() ? std::string{} : " (did you mean " + nearest + "?)");
+    }
     if (settings.thread_pool_nthreads == 1) { return; }
     try {
       pool.reset(settings.thread_pool_nthreads);

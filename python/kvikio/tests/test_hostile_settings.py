@@ -4,6 +4,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 import kvikio.defaults as defaults
@@ -37,3 +41,15 @@ def test_a_block_that_fails_to_apply_undoes_what_it_set():
     with pytest.raises((ValueError, OverflowError)):
         defaults.set({"task_size": before * 2, "num_threads": 0})
     assert defaults.get("task_size") == before
+
+
+def test_a_misspelled_variable_is_warned_about_with_the_nearest_name():
+    """KVIKIO_TASKSIZE is read by nothing: the first use of the settings says so, naming
+    KVIKIO_TASK_SIZE, instead of silently running with the default."""
+    env = {**os.environ, "KVIKIO_TASKSIZE": "65536"}
+    child = subprocess.run(
+        [sys.executable, "-c", "import kvikio.defaults as d; print(d.get('task_size'))"],
+        capture_output=True, text=True, timeout=60, env=env)
+    assert child.returncode == 0, child.stderr
+    assert "KVIKIO_TASKSIZE is not a KvikIO setting" in child.stderr, child.stderr
+    assert "did you mean KVIKIO_TASK_SIZE?" in child.stderr, child.stderr
