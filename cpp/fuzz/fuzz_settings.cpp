@@ -16,30 +16,6 @@
 
 namespace {
 
-char const* const variables[] = {"KVIKIO_COMPAT_MODE",
-                                 "KVIKIO_NTHREADS",
-                                 "KVIKIO_NUM_THREADS",
-                                 "KVIKIO_TASK_SIZE",
-                                 "KVIKIO_GDS_THRESHOLD",
-                                 "KVIKIO_BOUNCE_BUFFER_SIZE",
-                                 "KVIKIO_NUM_BOUNCE_BUFFERS",
-                                 "KVIKIO_HTTP_MAX_ATTEMPTS",
-                                 "KVIKIO_HTTP_TIMEOUT",
-                                 "KVIKIO_HTTP_STATUS_CODES",
-                                 "KVIKIO_AUTO_DIRECT_IO_READ",
-                                 "KVIKIO_AUTO_DIRECT_IO_READ_OVERREAD",
-                                 "KVIKIO_AUTO_DIRECT_IO_WRITE",
-                                 "KVIKIO_THREAD_POOL_PER_BLOCK_DEVICE",
-                                 "KVIKIO_LOCAL_IO_BACKEND",
-                                 "KVIKIO_REMOTE_BACKEND",
-                                 "KVIKIO_REMOTE_IO_BACKEND",
-                                 "KVIKIO_REMOTE_MAX_CONNECTIONS",
-                                 "KVIKIO_REMOTE_IO_NUM_REACTORS",
-                                 "KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS",
-                                 "KVIKIO_EVENT_POOL_MAX_PER_CONTEXT",
-                                 "KVIKIO_IPC_EXPORT_CACHE_SIZE",
-                                 "KVIKIO_IPC_OPEN_CACHE_SIZE"};
-
 template <typename F>
 void taken_or_invalid(F&& f, std::string_view name)
 {
@@ -57,13 +33,13 @@ void taken_or_invalid(F&& f, std::string_view name)
 extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size)
 {
   if (size == 0) { return 0; }
-  constexpr std::size_t count = sizeof(variables) / sizeof(variables[0]);
-  char const* const name      = variables[data[0] % count];
+  auto const variables = kvikio::detail::Settings::known_variables();
+  std::string const name{variables[data[0] % variables.size()]};
   std::string const value(reinterpret_cast<char const*>(data + 1), size - 1);
   if (value.find('\0') != std::string::npos) { return 0; }  // no environment holds a NUL
-  ::setenv(name, value.c_str(), 1);
+  ::setenv(name.c_str(), value.c_str(), 1);
   taken_or_invalid([] { (void)kvikio::detail::Settings::from_environment(); }, name);
-  ::unsetenv(name);
+  ::unsetenv(name.c_str());
   taken_or_invalid([&] { (void)kvikio::detail::parse_unsigned("X_U", value, 1, 4096); }, "X_U");
   taken_or_invalid([&] { (void)kvikio::detail::parse_bool("X_B", value); }, "X_B");
   taken_or_invalid([&] { (void)kvikio::detail::parse_http_status_codes("X_H", value); }, "X_H");

@@ -21,6 +21,8 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -181,6 +183,10 @@ struct Settings {
    * at warn level.
    */
   static std::vector<std::pair<std::string, std::string>> unknown_environment();
+
+  /// @brief Every `KVIKIO_*` variable the library reads (the settings' and those read where they
+  /// are used: `KVIKIO_LOG_FILE`, `KVIKIO_REMOTE_VERBOSE`, `KVIKIO_WEBHDFS_USERNAME`).
+  static std::span<std::string_view const> known_variables() noexcept;
 };
 
 /// @brief Parses `ON|OFF|AUTO` (and upstream's other spellings) of variable `name`.

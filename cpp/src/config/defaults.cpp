@@ -27,7 +27,7 @@ namespace {
 // Every KVIKIO_* variable the library reads: the settings below, and those read where they are
 // used (the logger's file, libcurl's verbosity, the WebHDFS user name). A name read here and
 // missing from this list is a logic error at the first use of the settings.
-constexpr std::string_view known_variables[] = {
+constexpr std::string_view variables_read[] = {
   "KVIKIO_COMPAT_MODE",
   "KVIKIO_NTHREADS",
   "KVIKIO_NUM_THREADS",
@@ -60,9 +60,9 @@ constexpr std::string_view known_variables[] = {
 
 std::string_view known(std::string_view name)
 {
-  if (std::find(std::begin(known_variables), std::end(known_variables), name) ==
-      std::end(known_variables)) {
-    throw std::logic_error(std::string{name} + " is read but not in known_variables");
+  if (std::find(std::begin(variables_read), std::end(variables_read), name) ==
+      std::end(variables_read)) {
+    throw std::logic_error(std::string{name} + " is read but not in variables_read");
   }
   return name;
 }
@@ -205,6 +205,8 @@ Settings Settings::from_environment()
   return s;
 }
 
+std::span<std::string_view const> Settings::known_variables() noexcept { return variables_read; }
+
 std::vector<std::pair<std::string, std::string>> Settings::unknown_environment()
 {
   std::vector<std::pair<std::string, std::string>> unknown;
@@ -212,13 +214,13 @@ std::vector<std::pair<std::string, std::string>> Settings::unknown_environment()
     std::string_view const variable{*entry};
     std::string_view const name = variable.substr(0, variable.find('='));
     if (name.substr(0, 7) != "KVIKIO_" ||
-        std::find(std::begin(known_variables), std::end(known_variables), name) !=
-          std::end(known_variables)) {
+        std::find(std::begin(variables_read), std::end(variables_read), name) !=
+          std::end(variables_read)) {
       continue;
     }
     std::string_view nearest;
     std::size_t best = 4;  // within 3 edits, or none
-    for (std::string_view const candidate : known_variables) {
+    for (std::string_view const candidate : variables_read) {
       if (std::size_t const d = edit_distance(name, candidate); d < best) {
         best    = d;
         nearest = candidate;
