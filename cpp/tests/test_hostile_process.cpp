@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +24,7 @@
 #include <gtest/gtest.h>
 
 #include <kvikio/defaults.hpp>
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/file_handle.hpp>
 #include <kvikio/utils.hpp>
 #ifdef KVIKIO_LIBCURL_FOUND
@@ -244,3 +246,69 @@ TEST_F(Fork, ChildReadsOverHttpAfterItsParent)
   kvikio::defaults::set_remote_backend(before);
 }
 #endif
+
+// The process-wide objects the library builds at first use (the settings and their pool, the
+// backends, libcurl's handles, the caches) are detail::BuiltOnce. A child forked while another
+// thread builds one builds its own instead of waiting forever for a thread it does not have;
+// the parent's build ends as usual and is the parent's object.
+TEST(BuiltOnce, AChildForkedDuringABuildBuildsItsOwn)
+{
+  static kvikio::detail::BuiltOnce<int> object;
+  std::atomic<bool> building{false};
+  std::atomic<bool> go_on{false};
+  std::thread builder{[&] {
+    (void)object.get([&] {
+      building = true;
+      while (!go_on) {
+        std::this_thread::sleep_for(std::chrono::milliseconds{1});
+      }
+      return new int{1};
+    });
+  }};
+  while (!building) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  }
+  auto const end = in_child([] { return object.get([] { return new int{2}; }) == 2 ? 0 : 1; },
+                            std::chrono::seconds{10});
+  go_on          = true;
+  builder.join();
+  EXPECT_EQ(end.code, 0) << end.how << " (1: the child got another object than its own)";
+  EXPECT_EQ(object.get([] { return new int{3}; }), 1);
+}
+
+// Threads that ask while one builds wait for that build and get its object; nothing is built
+// twice.
+TEST(BuiltOnce, CallersDuringABuildGetItsObject)
+{
+  static kvikio::detail::BuiltOnce<int> object;
+  std::atomic<int> builds{0};
+  std::vector<std::thread> callers;
+  std::vector<int*> got(8, nullptr);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    callers.emplace_back([&, i] {
+      got[i] = &object.get([&] {
+        ++builds;
+        std::this_thread::sleep_for(std::chrono::milliseconds{50});
+        return new int{static_cast<int>(40 + i)};
+      });
+    });
+  }
+  for (auto& t : callers) {
+    t.join();
+  }
+  EXPECT_EQ(builds.load(), 1);
+  for (int* p : got) {
+    EXPECT_EQ(p, got[0]);
+  }
+  EXPECT_GE(*got[0], 40);
+}
+
+// A build that throws leaves nothing built: the call throws, and the next call builds.
+TEST(BuiltOnce, AFailedBuildIsTriedAgain)
+{
+  static kvikio::detail::BuiltOnce<int> object;
+  EXPECT_THROW((void)object.get([]() -> int* { throw std::runtime_error("no"); }),
+               std::runtime_error);
+  EXPECT_EQ(object.get([] { return new int{7}; }), 7);
+  EXPECT_EQ(object.get([] { return new int{8}; }), 7);
+}

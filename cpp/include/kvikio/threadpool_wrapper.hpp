@@ -125,6 +125,8 @@ class ThreadPool {
   void worker_loop(State& state);
   // In a child of fork(), for every pool of the process (registered by the constructor).
   static void start_afresh_after_fork() noexcept;
+  // pthread_atfork's handlers, registered when the library loads.
+  static int const fork_handlers_registered;
 
   State* state_;
   // The size the pool was last given, once its threads all started: never 0, never a size a

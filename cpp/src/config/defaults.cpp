@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <deque>
 #include <limits>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/shim/cufile.hpp>
 
 namespace kvikio {
@@ -264,11 +266,19 @@ struct State {
   }
 };
 
+State* state_to_destroy{nullptr};
+
 // Built at first use; if the environment is invalid this throws, and so does every later call.
 State& state()
 {
-  static State instance{detail::Settings::from_environment()};
-  return instance;
+  static detail::BuiltOnce<State> built;
+  return built.get([] {
+    state_to_destroy = new State{detail::Settings::from_environment()};
+    // Destroyed at exit where a function-local static would be: before the objects built
+    // before it and after those built later (a transport that uses the pool ends first).
+    std::atexit([] { delete state_to_destroy; });
+    return state_to_destroy;
+  });
 }
 
 // Every read asks for several settings, from many threads at once: a setting that fits an
@@ -432,8 +442,9 @@ std::vector<int> const& defaults::http_status_codes()
   // Upstream returns a reference. Each value the setting has had is kept, never changed or
   // freed (a handful per process), so a reference stays valid and unchanged on every thread.
   static std::mutex mutex;
-  static auto* const values = new std::deque<std::vector<int>>();
-  auto current              = get<&Settings::http_status_codes>();
+  static detail::BuiltOnce<std::deque<std::vector<int>>> built;
+  auto* const values = &built.get([] { return new std::deque<std::vector<int>>(); });
+  auto current       = get<&Settings::http_status_codes>();
   std::lock_guard const lock{mutex};
   if (values->empty() || values->back() != current) { values->push_back(std::move(current)); }
   return values->back();

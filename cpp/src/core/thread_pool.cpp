@@ -15,6 +15,7 @@
 #include <thread>
 
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/detail/worker_leftovers.hpp>
 
 namespace kvikio {
@@ -54,15 +55,20 @@ struct LivePools {
   std::mutex mutex;
   std::set<ThreadPool*> pools;
 };
-LivePools* live_pools_instance{nullptr};  // set once, before the fork handlers can run
-
 LivePools& live_pools()
 {
-  // Never destroyed: pools may outlive static objects.
-  static LivePools* const instance = live_pools_instance = new LivePools();
-  return *instance;
+  static detail::BuiltOnce<LivePools> live;  // never destroyed: pools may outlive static objects
+  return live.get([] { return new LivePools(); });
 }
 }  // namespace
+
+int const ThreadPool::fork_handlers_registered =
+  ::pthread_atfork([] { live_pools().mutex.lock(); },
+                   [] { live_pools().mutex.unlock(); },
+                   [] {
+                     start_afresh_after_fork();
+                     live_pools().mutex.unlock();
+                   });
 
 struct ThreadPool::State {
   std::mutex mutex;
@@ -81,22 +87,10 @@ struct ThreadPool::State {
 ThreadPool::ThreadPool(unsigned int nthreads)
 {
   check_thread_count(nthreads);
-  static bool const fork_handlers_registered = [] {
-    live_pools();  // first: the handlers use it
-    ::pthread_atfork([] { live_pools_instance->mutex.lock(); },
-                     [] { live_pools_instance->mutex.unlock(); },
-                     [] {
-                       start_afresh_after_fork();
-                       live_pools_instance->mutex.unlock();
-                     });
-    return true;
-  }();
-  (void)fork_handlers_registered;
   state_ = new State();
   {
-    auto& live = live_pools();
-    std::lock_guard const lock{live.mutex};
-    live.pools.insert(this);
+    std::lock_guard const lock{live_pools().mutex};
+    live_pools().pools.insert(this);
   }
   try {
     start(nthreads);
@@ -112,9 +106,8 @@ void ThreadPool::release() noexcept
 {
   stop_and_join();
   {
-    auto& live = live_pools();
-    std::lock_guard const lock{live.mutex};
-    live.pools.erase(this);
+    std::lock_guard const lock{live_pools().mutex};
+    live_pools().pools.erase(this);
   }
   delete state_;
 }
@@ -124,7 +117,7 @@ void ThreadPool::start_afresh_after_fork() noexcept
   // The forking thread may have been a worker: in the child it is the main thread of no pool.
   current_pool     = nullptr;
   worker_leftovers = nullptr;
-  for (ThreadPool* pool : live_pools_instance->pools) {
+  for (ThreadPool* pool : live_pools().pools) {
     // The parent's state stays behind, never freed: its lock may have been held at the fork, and
     // its threads and their tasks (the parent's operations) do not exist here.
     pool->state_                   = new State();

@@ -6,8 +6,8 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
-
 #include <cctype>
 #include <cstdint>
 #include <limits>
@@ -41,14 +41,74 @@ ssize_t convert_size2ssize(std::size_t x)
 }  // namespace kvikio
 
 namespace kvikio::detail {
+
+// Run in a child of fork() (BuiltOnceState's friend).
+void forget_builds_in_progress() noexcept;
+
 namespace {
 std::atomic<unsigned int> forks{0};
+
+// Every BuiltOnce that started a build, for the child of fork(). A fixed table, filled without a
+// lock: a fork can come at any point of a registration and the child still reads it whole (a
+// slot not yet stored belongs to an object whose build had not begun).
+constexpr std::size_t max_built_once = 128;
+std::atomic<BuiltOnceState*> built_once_table[max_built_once]{};
+std::atomic<std::size_t> built_once_count{0};
+
 // Registered as the library loads, before any thread of its own exists.
-int const fork_counter_registered =
-  ::pthread_atfork(nullptr, nullptr, [] { forks.fetch_add(1, std::memory_order_relaxed); });
+int const fork_handler_registered = ::pthread_atfork(nullptr, nullptr, [] {
+  forks.fetch_add(1, std::memory_order_relaxed);
+  forget_builds_in_progress();
+});
 }  // namespace
 
 unsigned int fork_generation() noexcept { return forks.load(std::memory_order_relaxed); }
+
+void forget_builds_in_progress() noexcept
+{
+  std::size_t const n = std::min(built_once_count.load(), max_built_once);
+  for (std::size_t i = 0; i < n; ++i) {
+    BuiltOnceState* const object = built_once_table[i].load();
+    // Its builder is a thread of the parent, absent here: the child's first use builds anew.
+    if (object != nullptr) {
+      int expected = BuiltOnceState::building;
+      object->state_.compare_exchange_strong(expected, BuiltOnceState::empty);
+    }
+  }
+}
+
+bool BuiltOnceState::claim()
+{
+  if (!registered_.load(std::memory_order_acquire)) {
+    // Two threads may both register it: the child then looks at it twice, which is harmless.
+    std::size_t const slot = built_once_count.fetch_add(1);
+    if (slot >= max_built_once) {
+      throw std::logic_error("KvikIO: more than " + std::to_string(max_built_once) +
+                             " objects built once (detail::BuiltOnce): raise max_built_once");
+    }
+    built_once_table[slot].store(this);
+    registered_.store(true, std::memory_order_release);
+  }
+  while (true) {
+    int seen = state_.load(std::memory_order_acquire);
+    if (seen == built) { return false; }
+    if (seen == empty && state_.compare_exchange_weak(seen, building)) { return true; }
+    if (seen == building) { state_.wait(building, std::memory_order_acquire); }
+  }
+}
+
+void BuiltOnceState::publish(void* value) noexcept
+{
+  value_.store(value, std::memory_order_release);
+  state_.store(built, std::memory_order_release);
+  state_.notify_all();
+}
+
+void BuiltOnceState::abandon() noexcept
+{
+  state_.store(empty, std::memory_order_release);
+  state_.notify_all();
+}
 
 std::string normalize_env_value(std::string_view s)
 {

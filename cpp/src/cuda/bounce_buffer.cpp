@@ -15,6 +15,7 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
@@ -245,8 +246,8 @@ std::size_t BounceBufferPool<Allocator>::pinned_bytes() const
 template <typename Allocator>
 BounceBufferPool<Allocator>& BounceBufferPool<Allocator>::instance()
 {
-  static auto* const pool = new BounceBufferPool<Allocator>();
-  return *pool;
+  static detail::BuiltOnce<BounceBufferPool<Allocator>> pool;
+  return pool.get([] { return new BounceBufferPool<Allocator>(); });
 }
 
 template class BounceBufferPool<PageAlignedAllocator>;

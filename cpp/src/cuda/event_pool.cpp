@@ -8,6 +8,7 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
@@ -64,8 +65,8 @@ bool Event::is_done()
 
 EventPool& EventPool::instance()
 {
-  static auto* const pool = new EventPool();
-  return *pool;
+  static detail::BuiltOnce<EventPool> pool;
+  return pool.get([] { return new EventPool(); });
 }
 
 Event EventPool::get()

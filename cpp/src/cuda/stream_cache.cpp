@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
@@ -25,8 +26,8 @@ struct StreamCache {
 
 StreamCache& cache()
 {
-  static auto* const instance = new StreamCache();  // never destroyed: streams outlive exit
-  return *instance;
+  static detail::BuiltOnce<StreamCache> instance;  // never destroyed: streams outlive exit
+  return instance.get([] { return new StreamCache(); });
 }
 
 // The stream of this thread and `ctx` in the shared map, made at the first call.

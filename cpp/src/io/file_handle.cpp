@@ -18,6 +18,7 @@
 #include <kvikio/detail/in_flight.hpp>
 #include <kvikio/detail/local_backend.hpp>
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cufile.hpp>
 
@@ -30,8 +31,10 @@ namespace {
 // One pool per block device, sized like the global pool (KVIKIO_THREAD_POOL_PER_BLOCK_DEVICE).
 ThreadPool* block_device_pool(dev_t device)
 {
+  using Pools = std::map<dev_t, std::unique_ptr<ThreadPool>>;
   static std::mutex mutex;
-  static auto* const pools = new std::map<dev_t, std::unique_ptr<ThreadPool>>();
+  static detail::BuiltOnce<Pools> built;
+  Pools* const pools = &built.get([] { return new Pools(); });
   std::lock_guard const lock{mutex};
   auto& pool = (*pools)[device];
   if (!pool) { pool = std::make_unique<ThreadPool>(defaults::thread_pool_nthreads()); }

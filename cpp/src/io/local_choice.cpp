@@ -3,8 +3,6 @@
  */
 #include <kvikio/detail/local_choice.hpp>
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <thread>
 
@@ -37,21 +35,6 @@ bool io_uring_selected(bool reading, std::size_t size, std::size_t pool_threads)
     default: return false;
   }
 }
-
-namespace {
-
-// fork() waits until the backends a transfer chooses from exist: a child forked while another
-// thread constructs one would find its construction forever in progress (the constructing thread
-// is not there), and its first local read would wait for it. Neither touches the driver.
-[[maybe_unused]] int const fork_waits_for_the_backends = ::pthread_atfork(
-  [] {
-    (void)posix_backend();
-    (void)io_uring_backend();
-  },
-  nullptr,
-  nullptr);
-
-}  // namespace
 
 HostBackend& host_backend(bool reading, std::size_t size, std::size_t pool_threads)
 {

@@ -16,6 +16,7 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/ipc.hpp>
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
@@ -187,8 +188,8 @@ class ExportCache {
 
 ExportCache& export_cache()
 {
-  static auto* const cache = new ExportCache();  // never destroyed: used until exit
-  return *cache;
+  static kvikio::detail::BuiltOnce<ExportCache> cache;  // never destroyed: used until exit
+  return cache.get([] { return new ExportCache(); });
 }
 
 }  // namespace

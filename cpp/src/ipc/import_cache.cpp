@@ -21,6 +21,7 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/ipc.hpp>
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
@@ -304,8 +305,9 @@ class ImportCache {
 
 ImportCache& import_cache()
 {
-  static auto* const cache = new ImportCache();  // never destroyed: mappings may outlive main
-  return *cache;
+  // Never destroyed: mappings may outlive main.
+  static kvikio::detail::BuiltOnce<ImportCache> cache;
+  return cache.get([] { return new ImportCache(); });
 }
 
 }  // namespace

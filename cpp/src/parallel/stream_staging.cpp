@@ -14,6 +14,7 @@
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/stream_ordered.hpp>
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
@@ -25,8 +26,8 @@ class CounterPool {
  public:
   static CounterPool& instance()
   {
-    static auto* const pool = new CounterPool();
-    return *pool;
+    static detail::BuiltOnce<CounterPool> pool;
+    return pool.get([] { return new CounterPool(); });
   }
 
   Counter take()
@@ -198,8 +199,8 @@ using Key = std::tuple<CUcontext, CUstream, std::thread::id>;
 std::mutex registry_mutex;
 std::map<Key, Entry>& registry()
 {
-  static auto* const rings = new std::map<Key, Entry>();  // rings may outlive the driver
-  return *rings;
+  static detail::BuiltOnce<std::map<Key, Entry>> rings;  // rings may outlive the driver
+  return rings.get([] { return new std::map<Key, Entry>(); });
 }
 std::uint64_t uses = 0;
 

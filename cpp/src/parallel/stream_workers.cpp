@@ -5,9 +5,11 @@
 
 #include <pthread.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -15,17 +17,22 @@
 namespace kvikio::detail {
 namespace {
 
+class StreamWorkers;
+// The process's workers, once there are any. Never deleted: detached workers use them until the
+// process ends (a forked child leaks its parent's, whose mutex may have been held at the fork).
+std::atomic<StreamWorkers*> current{nullptr};
+
 class StreamWorkers {
  public:
   /// The process's workers; a child of fork() starts with none (and with no work).
   static StreamWorkers& instance()
   {
-    static bool const registered = [] {
-      ::pthread_atfork(nullptr, nullptr, [] { current() = new StreamWorkers(); });
-      return true;
-    }();
-    (void)registered;
-    return *current();
+    if (auto* const workers = current.load(std::memory_order_acquire)) { return *workers; }
+    // Made without a lock (it starts no thread): of two threads here at once, one's is kept.
+    auto made               = std::make_unique<StreamWorkers>();
+    StreamWorkers* expected = nullptr;
+    if (current.compare_exchange_strong(expected, made.get())) { return *made.release(); }
+    return *expected;
   }
 
   void add(std::shared_ptr<ReadyPieces> work, std::size_t threads)
@@ -47,14 +54,6 @@ class StreamWorkers {
   }
 
  private:
-  // Never deleted: detached workers use it until the process ends (a forked child leaks its
-  // parent's copy, whose mutex may have been held at the fork).
-  static StreamWorkers*& current()
-  {
-    static StreamWorkers* workers = new StreamWorkers();
-    return workers;
-  }
-
   struct Claim {
     std::shared_ptr<ReadyPieces> work;
     std::size_t piece;
@@ -114,6 +113,11 @@ class StreamWorkers {
   std::size_t workers_{0};
   bool polling_{false};  // a worker polls
 };
+
+// A child of fork() whose parent had workers starts its own, empty.
+[[maybe_unused]] int const fork_handler_registered = ::pthread_atfork(nullptr, nullptr, [] {
+  if (current.load() != nullptr) { current.store(new StreamWorkers()); }
+});
 
 }  // namespace
 

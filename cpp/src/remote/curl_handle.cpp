@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,7 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/env.hpp>
+#include <kvikio/detail/utils.hpp>
 
 namespace kvikio {
 
@@ -29,26 +31,35 @@ LibCurl::LibCurl()
   }
 }
 
+namespace {
+std::atomic<LibCurl*> built_instance{nullptr};  // once built, for the fork handlers
+LibCurl* locked_for_fork{nullptr};              // the one whose lock the forking thread took
+}  // namespace
+
+// Around fork() the lock is held, so the child finds the list whole. The child leaves the idle
+// handles alone: their connections are the parent's sockets, and a request or a cleanup (a TLS
+// close) on them would speak into the parent's conversations.
+int const LibCurl::fork_handlers_registered = ::pthread_atfork(
+  [] {
+    locked_for_fork = built_instance.load();
+    if (locked_for_fork != nullptr) { locked_for_fork->mutex_.lock(); }
+  },
+  [] {
+    if (locked_for_fork != nullptr) { locked_for_fork->mutex_.unlock(); }
+  },
+  [] {
+    if (locked_for_fork == nullptr) { return; }
+    for (auto& handle : locked_for_fork->free_) {
+      (void)handle.release();
+    }
+    locked_for_fork->free_.clear();
+    locked_for_fork->mutex_.unlock();
+  });
+
 LibCurl& LibCurl::instance()
 {
-  // Never destroyed: handles are used until exit.
-  static LibCurl* const pool = [] {
-    static LibCurl* created = new LibCurl();
-    // Around fork() the lock is held, so the child finds the list whole. The child leaves the
-    // idle handles alone: their connections are the parent's sockets, and a request or a
-    // cleanup (a TLS close) on them would speak into the parent's conversations.
-    ::pthread_atfork([] { created->mutex_.lock(); },
-                     [] { created->mutex_.unlock(); },
-                     [] {
-                       for (auto& handle : created->free_) {
-                         (void)handle.release();
-                       }
-                       created->free_.clear();
-                       created->mutex_.unlock();
-                     });
-    return created;
-  }();
-  return *pool;
+  static detail::BuiltOnce<LibCurl> pool;  // never destroyed: handles are used until exit
+  return pool.get([] { return built_instance = new LibCurl(); });
 }
 
 LibCurl::UniqueHandlePtr LibCurl::get_free_handle()

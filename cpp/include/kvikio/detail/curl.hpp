@@ -58,6 +58,8 @@ class LibCurl {
  private:
   LibCurl();
   ~LibCurl() noexcept = default;
+  // pthread_atfork's handlers, registered when the library loads.
+  static int const fork_handlers_registered;
   std::mutex mutex_;
   std::vector<UniqueHandlePtr> free_;
 };

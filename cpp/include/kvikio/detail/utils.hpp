@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <exception>
 #include <string>
@@ -48,6 +49,71 @@ namespace kvikio::detail {
  * with its parent (an io_uring ring, threads) remembers the value it was made under.
  */
 [[nodiscard]] unsigned int fork_generation() noexcept;
+
+/**
+ * @brief The part of BuiltOnce that does not depend on the type: who builds, who waits, and what
+ * a child of `fork()` does with a build its parent had in progress.
+ */
+class BuiltOnceState {
+ protected:
+  constexpr BuiltOnceState() noexcept = default;
+  /// @brief True: this thread builds now (publish() or abandon() follows); false: built.
+  [[nodiscard]] bool claim();
+  /// @brief The build ended with `value`; threads waiting for it go on.
+  void publish(void* value) noexcept;
+  /// @brief The build failed: the next caller builds.
+  void abandon() noexcept;
+  std::atomic<void*> value_{nullptr};
+
+ private:
+  friend void forget_builds_in_progress() noexcept;
+  enum : int { empty = 0, building = 1, built = 2 };
+  std::atomic<int> state_{empty};
+  std::atomic<bool> registered_{false};
+};
+
+/**
+ * @brief A process-wide object built at its first use and never destroyed, which a child of
+ * `fork()` can always use: a child forked while another thread builds it builds its own (the
+ * parent's half-built one is left behind). A function-local `static` would leave such a child
+ * waiting forever for a thread it does not have.
+ *
+ * Constant-initialised: declare it `static` at namespace or function scope, as in
+ * `static BuiltOnce<Pool> pool; return pool.get([] { return new Pool(); });`.
+ * @tparam T the object's type.
+ */
+template <typename T>
+class BuiltOnce : BuiltOnceState {
+ public:
+  constexpr BuiltOnce() noexcept         = default;
+  BuiltOnce(BuiltOnce const&)            = delete;
+  BuiltOnce& operator=(BuiltOnce const&) = delete;
+
+  /**
+   * @brief The object; the first call builds it with `make` (which returns a `T*` from `new`),
+   * and calls made meanwhile wait for that build. If `make` throws, so does this call, and the
+   * next call builds.
+   */
+  template <typename Make>
+  T& get(Make&& make)
+  {
+    if (void* const value = value_.load(std::memory_order_acquire); value != nullptr) {
+      return *static_cast<T*>(value);
+    }
+    if (claim()) {
+      T* made = nullptr;
+      try {
+        made = std::forward<Make>(make)();
+      } catch (...) {
+        abandon();
+        throw;
+      }
+      publish(made);
+      return *made;
+    }
+    return *static_cast<T*>(value_.load(std::memory_order_acquire));
+  }
+};
 
 /// @brief `s` without leading and trailing white space, in lower case: how settings compare.
 [[nodiscard]] std::string normalize_env_value(std::string_view s);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include <kvikio/detail/nvtx.hpp>
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cufile.hpp>
 
@@ -76,8 +77,8 @@ class CuFileBackend final : public DeviceBackend {
 
 DeviceBackend& cufile_backend() noexcept
 {
-  static auto* const backend = new CuFileBackend();  // never destroyed: used until exit
-  return *backend;
+  static detail::BuiltOnce<CuFileBackend> backend;  // never destroyed: used until exit
+  return backend.get([] { return new CuFileBackend(); });
 }
 
 }  // namespace kvikio::detail

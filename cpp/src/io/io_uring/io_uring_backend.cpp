@@ -8,6 +8,7 @@
 
 #include <kvikio/detail/local_backend.hpp>
 #include <kvikio/detail/nvtx.hpp>
+#include <kvikio/detail/utils.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
 
@@ -64,8 +65,8 @@ class IoUringBackend final : public StagedBackend {
 
 StagedBackend& io_uring_backend() noexcept
 {
-  static auto* const backend = new IoUringBackend();  // never destroyed: used until exit
-  return *backend;
+  static detail::BuiltOnce<IoUringBackend> backend;  // never destroyed: used until exit
+  return backend.get([] { return new IoUringBackend(); });
 }
 
 }  // namespace kvikio::detail

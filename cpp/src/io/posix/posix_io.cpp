@@ -52,8 +52,8 @@ class PosixBackend final : public StagedBackend {
 
 StagedBackend& posix_backend() noexcept
 {
-  static auto* const backend = new PosixBackend();  // never destroyed: used until exit
-  return *backend;
+  static detail::BuiltOnce<PosixBackend> backend;  // never destroyed: used until exit
+  return backend.get([] { return new PosixBackend(); });
 }
 
 std::size_t posix_host_transfer(bool read,
