@@ -148,6 +148,19 @@ downstream_check() {
     -DCMAKE_PREFIX_PATH="$BUILD_ROOT/install" >/dev/null
   cmake --build "$BUILD_ROOT/downstream" -j "$JOBS"
   "$BUILD_ROOT/downstream/downstream"
+  # The way RAPIDS projects take the library: its source, SOURCE_SUBDIR cpp, no option given
+  # (tests, examples and benchmarks must stay off: no GoogleTest or CLI11 is looked for).
+  step "Source tree used by cpp/examples/downstream (FetchContent, SOURCE_SUBDIR cpp)"
+  cmake -S cpp/examples/downstream -B "$BUILD_ROOT/downstream-source" -G Ninja "${launcher[@]}" \
+    -DCMAKE_BUILD_TYPE=Release -DKVIKIO_SOURCE="$PWD" >"$BUILD_ROOT/downstream-source.log"
+  grep -F "KvikIO $(cat VERSION): remote I/O ON, tests OFF, examples OFF, benchmarks OFF" \
+    "$BUILD_ROOT/downstream-source.log"
+  if grep -E "GTest|CLI11" "$BUILD_ROOT/downstream-source/CMakeCache.txt"; then
+    echo "the library-only build looked for a test or benchmark dependency" >&2
+    return 1
+  fi
+  cmake --build "$BUILD_ROOT/downstream-source" -j "$JOBS"
+  "$BUILD_ROOT/downstream-source/downstream"
 }
 
 # The sanitizers' options, for both builds (each runtime reads only its own). ThreadSanitizer
