@@ -163,6 +163,44 @@ downstream_check() {
   "$BUILD_ROOT/downstream-source/downstream"
 }
 
+# The wheels, as pip users get them: libkvikio (python/libkvikio) and kvikio built by pip with
+# build isolation (scikit-build-core and pybind11 from PyPI, pinned by ci/pypi-constraints.txt),
+# installed into a fresh virtual environment of Debian's Python with nothing else but NumPy,
+# then ci/wheel-check.py imports and reads from outside the checkout; and a CMake project finds
+# the library in the libkvikio wheel, as a package that links it would.
+wheels_check() {
+  step "Wheels: libkvikio and kvikio built by pip, used from a fresh virtual environment"
+  local dist=$BUILD_ROOT/wheels env=$BUILD_ROOT/wheel-env
+  rm -rf "$dist" "$env" "$BUILD_ROOT/wheel-downstream"
+  mkdir -p "$dist"
+  local settings=()
+  if ((${#launcher[@]} > 0)); then
+    # Build folders inside the checkout, so that the compiler cache serves the next run.
+    settings=(--config-settings=cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache
+      --config-settings=cmake.define.CMAKE_C_COMPILER_LAUNCHER=ccache
+      "--config-settings=build-dir=$BUILD_ROOT/wheel-build/{wheel_tag}")
+  fi
+  PIP_CONSTRAINT=$PWD/ci/pypi-constraints.txt "$VENV/bin/python" -m pip wheel -q \
+    --disable-pip-version-check --no-deps -w "$dist" "${settings[@]}" python/libkvikio
+  PIP_CONSTRAINT=$PWD/ci/pypi-constraints.txt "$VENV/bin/python" -m pip wheel -q \
+    --disable-pip-version-check --no-deps --find-links "$dist" -w "$dist" "${settings[@]}" \
+    python/kvikio
+  ls -l "$dist"
+  /usr/bin/python3 -m venv "$env"
+  "$env/bin/python" -m pip install -q --disable-pip-version-check -c ci/pypi-constraints.txt \
+    --find-links "$dist" kvikio
+  local scratch
+  scratch=$(mktemp -d)
+  (cd "$scratch" && "$env/bin/python" "$OLDPWD/ci/wheel-check.py" "$scratch")
+  rm -rf "$scratch"
+  local prefix
+  prefix=$("$env/bin/python" -c 'import libkvikio; print(libkvikio.cmake_prefix())')
+  cmake -S cpp/examples/downstream -B "$BUILD_ROOT/wheel-downstream" -G Ninja "${launcher[@]}" \
+    -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+  cmake --build "$BUILD_ROOT/wheel-downstream" -j "$JOBS"
+  "$BUILD_ROOT/wheel-downstream/downstream"
+}
+
 # The sanitizers' options, for both builds (each runtime reads only its own). ThreadSanitizer
 # would otherwise sleep a second at every exit for threads still running to meet the exit's
 # destructors; the library's threads are joined by them (the detached stream-ordered workers use
@@ -268,6 +306,7 @@ case "$command" in
     format_check
     build_release
     downstream_check
+    wheels_check
     step "Suite (Release)"
     run_suite release
     docs_site

@@ -66,6 +66,8 @@ pypi_packages=(
   distributed==2026.8.0 # dask.distributed's LocalCluster of worker processes
   pytest==9.2.0         # the Python package's test suite
   pytest-asyncio==1.5.0 # zarr's store tests are coroutines
+  scikit-build-core==1.1.2 # the build backend of the libkvikio and kvikio wheels (pip wheel)
+  pybind11==3.1.0       # kvikio._lib's binding, as the kvikio wheel's isolated build gets it
 )
 stamp="$venv/.kvikio-pypi-pins"
 wanted="$(printf '%s\n' "${pypi_packages[@]}"; cat ci/pypi-constraints.txt)"

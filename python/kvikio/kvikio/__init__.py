@@ -4,6 +4,15 @@
 Upstream KvikIO's Python API on this project's C++ library (docs/python.md).
 """
 
+# libkvikio.so first, where the libkvikio wheel is installed (kvikio._lib links it); a build tree
+# (PYTHONPATH=build/release/python) or an installed libkvikio is found by the loader instead.
+try:
+    import libkvikio as _libkvikio
+except ImportError:
+    pass
+else:
+    _libkvikio.load_library()
+
 from kvikio import buffer, cufile_driver, defaults, ipc, stream, utils
 from kvikio._version import __git_commit__, __version__
 from kvikio.buffer import bounce_buffer_free, memory_deregister, memory_register
