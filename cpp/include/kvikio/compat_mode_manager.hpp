@@ -21,7 +21,7 @@ namespace kvikio {
  *
  * - `ON`: POSIX; cuFile is never touched.
  * - `AUTO`: cuFile if GPUDirect Storage is available (nvidia-fs loaded) and cuFile registers the
- *   file, else POSIX (the reason is logged at info level).
+ *   file, else POSIX (reason() says why).
  * - `OFF`: cuFile, or an error saying why it cannot be used.
  */
 class CompatModeManager {
@@ -45,6 +45,12 @@ class CompatModeManager {
   [[nodiscard]] bool is_compat_mode_preferred_for_async() const noexcept;
   /// @brief The mode asked for.
   [[nodiscard]] CompatMode compat_mode_requested() const noexcept;
+  /**
+   * @brief Why the file's bytes go the way they do, in words: the mode asked for and, under
+   * `AUTO`, why cuFile was or was not taken (e.g. "compat mode AUTO: GPUDirect Storage is not
+   * available (nvidia-fs is not loaded), ..."). `FileHandle` logs it when it opens a file.
+   */
+  [[nodiscard]] std::string const& reason() const noexcept;
   /// @brief The registered cuFile handle (null in compat mode).
   [[nodiscard]] CUfileHandle_t cufile_handle() const noexcept;
   /**
@@ -57,6 +63,7 @@ class CompatModeManager {
  private:
   CompatMode requested_{CompatMode::AUTO};
   bool compat_{true};
+  std::string reason_;
   CUFileHandleWrapper cufile_handle_;
 };
 

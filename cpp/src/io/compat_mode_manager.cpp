@@ -7,7 +7,7 @@
 
 #include <kvikio/cufile/driver.hpp>
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/local_choice.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cufile.hpp>
 
@@ -16,27 +16,21 @@ namespace kvikio {
 CompatModeManager::CompatModeManager(std::string const& file_path, int fd, CompatMode requested)
   : requested_{requested}
 {
-  if (requested == CompatMode::ON) { return; }
+  if (requested == CompatMode::ON) {
+    reason_ = "compat mode ON";
+    return;
+  }
   std::string why_not;
   if (requested == CompatMode::AUTO && !detail::is_gds_available()) {
-    // Asked without opening cuFile's driver, which AUTO would not use.
-    if (!is_cufile_library_available()) {
-      why_not = detail::cufile_unavailable_reason();
-    } else if (!detail::is_nvidia_fs_loaded()) {
-      why_not =
-        "GPUDirect Storage is not available (nvidia-fs is not loaded), so cuFile would only run "
-        "its own POSIX fallback";
-    } else {  // the driver was opened to ask
-      why_not = detail::is_cufile_usable()
-                  ? "GPUDirect Storage is not available (cuFile's driver reports no nvidia-fs)"
-                  : detail::cufile_unusable_reason();
-    }
+    why_not = detail::gds_unavailable_reason();  // without opening cuFile's driver
   } else if (!detail::is_cufile_usable()) {
     why_not = detail::cufile_unusable_reason();
   } else {
     auto const r = cufile_handle_.register_handle(fd).value();
     if (r.err == CU_FILE_SUCCESS) {
       compat_ = false;
+      reason_ = std::string{"compat mode "} + (requested == CompatMode::AUTO ? "AUTO" : "OFF") +
+                (requested == CompatMode::AUTO ? ": GPUDirect Storage is available" : "");
       return;
     }
     why_not = "cuFileHandleRegister failed: " + detail::cufile_error_description(r.err, r.cu_err);
@@ -46,7 +40,7 @@ CompatModeManager::CompatModeManager(std::string const& file_path, int fd, Compa
     "compat mode is OFF (KVIKIO_COMPAT_MODE or the compat_mode argument) but cuFile cannot "
     "serve " +
       file_path + ": " + why_not);
-  KVIKIO_LOG_INFO("using POSIX I/O for ", file_path, " (compat mode AUTO): ", why_not);
+  reason_ = "compat mode AUTO: " + why_not;
 }
 
 bool CompatModeManager::is_compat_mode_preferred() const noexcept { return compat_; }
@@ -58,6 +52,8 @@ bool CompatModeManager::is_compat_mode_preferred_for_async() const noexcept
 }
 
 CompatMode CompatModeManager::compat_mode_requested() const noexcept { return requested_; }
+
+std::string const& CompatModeManager::reason() const noexcept { return reason_; }
 
 CUfileHandle_t CompatModeManager::cufile_handle() const noexcept { return cufile_handle_.handle(); }
 

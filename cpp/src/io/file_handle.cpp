@@ -17,6 +17,7 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/in_flight.hpp>
 #include <kvikio/detail/local_backend.hpp>
+#include <kvikio/detail/local_choice.hpp>
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
@@ -72,6 +73,26 @@ FileHandle::FileHandle(std::string const& file_path,
     close();
     throw;
   }
+  KVIKIO_LOG_INFO("FileHandle(\"", file_path, "\", \"", flags, "\"): ", how_bytes_move());
+}
+
+std::string FileHandle::how_bytes_move() const
+{
+  bool const own_pool        = defaults::thread_pool_per_block_device();
+  unsigned int const threads = defaults::thread_pool_nthreads();
+  auto const staged          = detail::local_backend_choice(threads);
+  std::string text = compat_.is_compat_mode_preferred() ? "device memory staged in pinned buffers"
+                                                        : "device memory through cuFile";
+  text += " (" + compat_.reason() + "); host memory";
+  if (compat_.is_compat_mode_preferred()) { text += " and device memory"; }
+  text += " through " + staged.backend + " (" + staged.why + "); O_DIRECT ";
+  text += fd_direct_ >= 0
+            ? std::string{"open (reads: "} + (defaults::auto_direct_io_read() ? "on" : "off") +
+                ", writes: " + (defaults::auto_direct_io_write() ? "on" : "off") + ")"
+            : std::string{"refused by the file system"};
+  text += "; pool of " + std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
+          (own_pool ? " per block device" : " (the process's)");
+  return text;
 }
 
 FileHandle::FileHandle(FileHandle&& o) noexcept

@@ -10,7 +10,7 @@ KeyError, as upstream's does.
 from __future__ import annotations
 
 import enum
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 from kvikio import _lib
 from kvikio._buffers import unsigned
@@ -177,8 +177,100 @@ def set(*config) -> ConfigContextManager:  # noqa: A001 - upstream's name
 
 
 def get(config_name: str) -> Any:
-    """The current value of setting ``config_name``."""
+    """The current value of setting ``config_name``, as it is configured (``"auto"``,
+    ``CompatMode.AUTO``, ...); :func:`get_effective` gives what the library makes of it.
+
+    Parameters
+    ----------
+    config_name
+        One of the names of docs/settings.md: ``compat_mode``, ``thread_pool_nthreads``
+        (``num_threads``), ``task_size``, ``gds_threshold``, ``bounce_buffer_size``,
+        ``num_bounce_buffers``, ``http_max_attempts``, ``http_timeout``,
+        ``http_status_codes``, ``auto_direct_io_read``, ``auto_direct_io_read_overread``,
+        ``auto_direct_io_write``, ``thread_pool_per_block_device``, ``local_io_backend``,
+        ``remote_io_backend`` (``remote_backend``), ``remote_max_connections``,
+        ``remote_io_num_reactors``, ``remote_io_reactor_dispatch``,
+        ``remote_io_max_concurrent_requests``, ``event_pool_max_per_context``,
+        ``ipc_export_cache_size``, ``ipc_open_cache_size``.
+
+    Raises
+    ------
+    KeyError
+        ``config_name`` is not a setting (the message lists the names).
+
+    Examples
+    --------
+    >>> kvikio.defaults.get("task_size") > 0
+    True
+    """
     return _setting(config_name)[0]()
+
+
+class EffectiveSetting(NamedTuple):
+    """One setting: its value as configured and the value the library acts on."""
+
+    name: str
+    variable: str  # the environment variable, e.g. "KVIKIO_COMPAT_MODE"
+    configured: Any  # as get() returns it
+    effective: Any  # of the same type; differs where the library decides (compat mode AUTO...)
+    why: str  # why effective is what it is, where it differs ("" otherwise)
+
+
+# Other names of one setting.
+_CANONICAL = {"num_threads": "thread_pool_nthreads", "remote_backend": "remote_io_backend"}
+
+
+def _typed_like(configured: Any, text: str) -> Any:
+    """`text`, the C++ library's spelling of a value, in the type get() gives."""
+    if isinstance(configured, enum.IntEnum):
+        return type(configured)[text]
+    if isinstance(configured, bool):
+        return text == "true"
+    if isinstance(configured, int):
+        return int(text)
+    if isinstance(configured, list):
+        return [int(code) for code in text.split(",") if code]
+    return text
+
+
+def effective() -> dict[str, EffectiveSetting]:
+    """Every setting, by name: its configured value beside the value the library acts on.
+
+    Where the library decides, the two differ and ``why`` says why: compat mode ``AUTO``
+    becomes ``ON`` (POSIX) or ``OFF`` (cuFile) by whether GPUDirect Storage is available;
+    ``local_io_backend`` ``"auto"`` becomes the backend of a large read into host memory by
+    the current pool (``"io_uring"`` or ``"posix"``); ``bounce_buffer_size`` is the staging
+    size in use. C++: ``kvikio::effective_settings()`` (``<kvikio/effective_settings.hpp>``).
+
+    Examples
+    --------
+    >>> kvikio.defaults.effective()["compat_mode"].effective in (CompatMode.ON, CompatMode.OFF)
+    True
+    """
+    out = {}
+    for name, variable, _configured, effective_text, why in _d.effective_settings():
+        configured = get(name)
+        out[name] = EffectiveSetting(
+            name, variable, configured, _typed_like(configured, effective_text), why)
+    return out
+
+
+def get_effective(config_name: str) -> Any:
+    """The value setting ``config_name`` comes to: :func:`get`'s value where the library does
+    not decide, else what it decided (see :func:`effective`).
+
+    Raises
+    ------
+    KeyError
+        ``config_name`` is not a setting.
+
+    Examples
+    --------
+    >>> kvikio.defaults.get_effective("local_io_backend") in ("io_uring", "posix")
+    True
+    """
+    _setting(config_name)
+    return effective()[_CANONICAL.get(config_name, config_name)].effective
 
 
 def is_compat_mode_preferred() -> bool:

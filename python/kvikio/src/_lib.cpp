@@ -33,6 +33,7 @@
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/shim/cufile.hpp>
 #include <kvikio/defaults.hpp>
+#include <kvikio/effective_settings.hpp>
 #include <kvikio/file_handle.hpp>
 #include <kvikio/ipc.hpp>
 #include <kvikio/mmap.hpp>
@@ -214,6 +215,14 @@ void bind_defaults(py::module_& m)
   using kvikio::defaults;
   d.def("compat_mode", [] { return static_cast<int>(defaults::compat_mode()); });
   d.def("is_compat_mode_preferred", [] { return defaults::is_compat_mode_preferred(); });
+  // (name, variable, configured, effective, why) per setting, as kvikio::effective_settings().
+  d.def("effective_settings", [] {
+    std::vector<std::tuple<std::string, std::string, std::string, std::string, std::string>> out;
+    for (auto& s : kvikio::effective_settings()) {
+      out.emplace_back(s.name, s.variable, s.configured, s.effective, s.why);
+    }
+    return out;
+  });
   d.def("set_compat_mode",
         [](int v) { defaults::set_compat_mode(static_cast<kvikio::CompatMode>(v)); });
   d.def("num_threads", &defaults::thread_pool_nthreads);

@@ -10,6 +10,7 @@
  */
 
 #include <cstddef>
+#include <string>
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/local_backend.hpp>
@@ -28,6 +29,25 @@ namespace kvikio::detail {
 [[nodiscard]] bool io_uring_selected(bool reading,
                                      std::size_t size,
                                      std::size_t pool_threads = defaults::thread_pool_nthreads());
+
+/**
+ * @brief Why compat mode AUTO moves a file's bytes through POSIX rather than cuFile, asked
+ * without opening cuFile's driver where it need not be: "" where GPUDirect Storage is available.
+ */
+[[nodiscard]] std::string gds_unavailable_reason();
+
+/// @brief Which backend moves large reads into host memory, and why (see local_backend_choice()).
+struct LocalBackendChoice {
+  std::string backend;  ///< "io_uring" or "posix": the backend of a read of more than one piece
+  std::string why;      ///< the setting and the facts that chose it
+};
+
+/**
+ * @brief What io_uring_selected() decides for a large read by a pool of `pool_threads` threads,
+ * with its reasons in words (writes and reads of one piece go through POSIX under `auto`).
+ */
+[[nodiscard]] LocalBackendChoice local_backend_choice(
+  std::size_t pool_threads = defaults::thread_pool_nthreads());
 
 /// @brief The backend of host-memory transfers: io_uring where io_uring_selected(), else POSIX.
 [[nodiscard]] HostBackend& host_backend(bool reading, std::size_t size, std::size_t pool_threads);
