@@ -97,8 +97,32 @@ struct Row {
   }
 };
 
+// The table of a run; the staging columns (ring depth k, slot, pinned bytes) only where a row
+// reads into or writes from device memory, the only rows they describe.
 inline void print_table(std::vector<Row> const& rows)
 {
+  bool const staged =
+    std::any_of(rows.begin(), rows.end(), [](Row const& r) { return r.mem == "device"; });
+  if (!staged) {
+    char const* header = "\n%-6s %-6s %-26s %7s %5s %9s %9s %9s %9s\n";
+    std::printf(
+      header, "op", "mem", "variant", "threads", "task", "median", "min", "max", "CPU s/GB");
+    std::printf(header + 1, "", "", "", "", "MiB", "GB/s", "GB/s", "GB/s", "");
+    for (auto const& r : rows) {
+      auto const g = r.gbps();
+      std::printf("%-6s %-6s %-26s %7u %5zu %9.2f %9.2f %9.2f %9.3f\n",
+                  r.op.c_str(),
+                  r.mem.c_str(),
+                  r.variant.c_str(),
+                  r.threads,
+                  r.task_size >> 20,
+                  g[g.size() / 2],
+                  g.front(),
+                  g.back(),
+                  r.median_cpu_s_per_gb());
+    }
+    return;
+  }
   char const* header = "\n%-6s %-6s %-26s %7s %5s %4s %7s %8s %9s %9s %9s %9s\n";
   std::printf(header,
               "op",

@@ -53,6 +53,9 @@ int main(int argc, char** argv)
 {
   CLI::App app{"kvikio_bench: KvikIO throughput beside its baselines"};
   app.require_subcommand(1);
+  app.footer(
+    "Plots and tables: docs/benchmarks/plot.py RESULTS.jsonl OUT.png (or --table) on the rows "
+    "that --json appends; docs/benchmarks.md records runs with their commands.");
   kvikio::bench::LocalOptions local;
   auto* local_cmd = app.add_subcommand("local", "local files: FileHandle::pread/pwrite");
   local_cmd
@@ -77,7 +80,7 @@ int main(int argc, char** argv)
     ->default_val("host")
     ->check(CLI::IsMember({"host", "device"}));
   local_cmd->add_option("--repeat", local.repeat, "runs per point")
-    ->default_val(5)
+    ->default_val(3)
     ->check(CLI::PositiveNumber);
   local_cmd->add_flag(
     "--direct", local.direct, "let KvikIO use O_DIRECT (KVIKIO_AUTO_DIRECT_IO_*)");
@@ -94,10 +97,13 @@ int main(int argc, char** argv)
                  "one stream, beside the same reads as pread + get")
     ->default_val("pread")
     ->check(CLI::IsMember({"pread", "async"}));
-  local_cmd->add_option("--backend", local.backends, "local backends to compare: posix, io_uring")
+  local_cmd
+    ->add_option("--backend",
+                 local.backends,
+                 "local backends to compare: auto (the library's default), posix, io_uring")
     ->delimiter(',')
-    ->default_str("posix")
-    ->check(CLI::IsMember({"posix", "io_uring"}));
+    ->default_str("auto")
+    ->check(CLI::IsMember({"auto", "posix", "io_uring"}));
   local_cmd
     ->add_option("--io-uring-shape",
                  local.io_uring_shapes,
@@ -171,7 +177,7 @@ int main(int argc, char** argv)
                  "random: default the setting's)")
     ->default_val(0);
   remote_cmd->add_option("--repeat", remote.repeat, "runs per point")
-    ->default_val(5)
+    ->default_val(3)
     ->check(CLI::PositiveNumber);
   remote_cmd->add_option("--json", remote.json, "append one JSON line per row to this file");
   remote_cmd

@@ -295,9 +295,10 @@ int run_local(LocalOptions const& o)
         for (auto const& shape : shapes) {
           for (bool registered : registrations) {
             for (std::size_t k : depths) {
+              // The ring depth k stages device memory only.
               std::string const name = "kvikio " + backend + (shape.empty() ? "" : " " + shape) +
                                        (registered ? "" : " unregistered") +
-                                       " k=" + std::to_string(k);
+                                       (device ? " k=" + std::to_string(k) : "");
               variants.push_back({name, k, [&, k, backend, shape, registered] {
                                     defaults::set_num_bounce_buffers(k);
                                     if (!shape.empty()) { set_shape(shape); }
@@ -307,7 +308,7 @@ int run_local(LocalOptions const& o)
                                     auto const n = read
                                                      ? file.pread(kvikio_buf, size, 0, task).get()
                                                      : file.pwrite(kvikio_buf, size, 0, task).get();
-                                    defaults::set_local_io_backend(LocalIOBackend::POSIX);
+                                    defaults::set_local_io_backend(LocalIOBackend::AUTO);
                                     detail::set_io_uring_registered_buffers(true);
                                     KVIKIO_EXPECT(n == size,
                                                   "kvikio moved " + std::to_string(n) + " of " +

@@ -30,7 +30,7 @@ struct LocalOptions {
   unsigned async_reads{8};   // N
   // Local backends to compare (KVIKIO_LOCAL_IO_BACKEND), and io_uring request shapes to sweep
   // ("SIZE:DEPTH"; none: the library's).
-  std::vector<std::string> backends{"posix"};
+  std::vector<std::string> backends{"auto"};
   std::vector<std::string> io_uring_shapes;
   bool io_uring_unregistered{false};
   // Device reads into several GPUs at once (ordinals); empty: one GPU, the sweep above.

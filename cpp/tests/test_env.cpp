@@ -22,6 +22,7 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/env.hpp>
+#include <kvikio/file_handle.hpp>
 
 #include "common/env_guard.hpp"
 
@@ -237,6 +238,38 @@ TEST(ParseUnsigned, RejectsEverythingButPlainDecimal)
   for (auto bad : {"", "+1", "-1", "0x10", "1e3", "12abc", "1 2", "18446744073709551616", "11"}) {
     EXPECT_THROW(parse_unsigned("V", bad, 0, 10), std::invalid_argument) << bad;
   }
+}
+
+// A number the setting does not take is "out of range", with the range; text that is no number
+// keeps upstream's "unknown config value".
+TEST(ParseUnsigned, OutOfRangeIsSaidAsSuch)
+{
+  using kvikio::detail::parse_unsigned;
+  auto message = [](char const* value) {
+    try {
+      (void)parse_unsigned("KVIKIO_V", value, 2, 10);
+    } catch (std::invalid_argument const& e) {
+      return std::string{e.what()};
+    }
+    return std::string{"no error"};
+  };
+  EXPECT_EQ(message("11"), "KVIKIO_V=11 is out of range: expected an integer in [2, 10]");
+  EXPECT_EQ(message("1"), "KVIKIO_V=1 is out of range: expected an integer in [2, 10]");
+  EXPECT_EQ(message("1x").rfind("unknown config value KVIKIO_V=1x", 0), 0U) << message("1x");
+}
+
+// Messages name where in the library a check failed, never the build machine's folders.
+TEST(Messages, LocationsNameTheLibrarysSourceNotTheBuildFolder)
+{
+  std::string text;
+  try {
+    kvikio::FileHandle const file{"/nonexistent-kvikio-dir/file", "r"};
+  } catch (std::exception const& e) {
+    text = e.what();
+  }
+  ASSERT_FALSE(text.empty());
+  EXPECT_NE(text.find(" at: kvikio/src/"), std::string::npos) << text;
+  EXPECT_EQ(text.find(KVIKIO_SOURCE_DIR), std::string::npos) << text;
 }
 
 TEST(ParseHttpStatusCodes, ListsAndBadElements)

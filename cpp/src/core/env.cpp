@@ -74,7 +74,10 @@ std::uint64_t parse_unsigned(std::string_view name,
     std::string expected = "an integer in [" + std::to_string(min) + ", ";
     expected +=
       max == std::numeric_limits<std::uint64_t>::max() ? "2^64)" : std::to_string(max) + "]";
-    invalid(name, value, expected);
+    if (!parsed) { invalid(name, value, expected); }
+    // A number, but not one the setting takes: said as such, not as an unknown value.
+    throw std::invalid_argument(std::string{name} + "=" + std::string{value} +
+                                " is out of range: expected " + expected);
   }
   return result;
 }
