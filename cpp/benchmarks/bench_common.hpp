@@ -103,56 +103,33 @@ inline void print_table(std::vector<Row> const& rows)
 {
   bool const staged =
     std::any_of(rows.begin(), rows.end(), [](Row const& r) { return r.mem == "device"; });
-  if (!staged) {
-    char const* header = "\n%-6s %-6s %-26s %7s %5s %9s %9s %9s %9s\n";
-    std::printf(
-      header, "op", "mem", "variant", "threads", "task", "median", "min", "max", "CPU s/GB");
-    std::printf(header + 1, "", "", "", "", "MiB", "GB/s", "GB/s", "GB/s", "");
-    for (auto const& r : rows) {
-      auto const g = r.gbps();
-      std::printf("%-6s %-6s %-26s %7u %5zu %9.2f %9.2f %9.2f %9.3f\n",
-                  r.op.c_str(),
-                  r.mem.c_str(),
-                  r.variant.c_str(),
-                  r.threads,
-                  r.task_size >> 20,
-                  g[g.size() / 2],
-                  g.front(),
-                  g.back(),
-                  r.median_cpu_s_per_gb());
-    }
-    return;
-  }
-  char const* header = "\n%-6s %-6s %-26s %7s %5s %4s %7s %8s %9s %9s %9s %9s\n";
-  std::printf(header,
-              "op",
-              "mem",
-              "variant",
-              "threads",
-              "task",
-              "k",
-              "slot",
-              "pinned",
+  std::printf("\n%-6s %-6s %-26s %7s %5s", "op", "mem", "variant", "threads", "task");
+  if (staged) { std::printf(" %4s %7s %8s", "k", "slot", "pinned"); }
+  std::printf(" %9s %9s %9s %9s\n%-6s %-6s %-26s %7s %5s",
               "median",
               "min",
               "max",
-              "CPU s/GB");
-  std::printf(header + 1, "", "", "", "", "MiB", "", "KiB", "MiB", "GB/s", "GB/s", "GB/s", "");
+              "CPU s/GB",
+              "",
+              "",
+              "",
+              "",
+              "MiB");
+  if (staged) { std::printf(" %4s %7s %8s", "", "KiB", "MiB"); }
+  std::printf(" %9s %9s %9s %9s\n", "GB/s", "GB/s", "GB/s", "");
   for (auto const& r : rows) {
     auto const g = r.gbps();
-    std::printf("%-6s %-6s %-26s %7u %5zu %4zu %7zu %8zu %9.2f %9.2f %9.2f %9.3f\n",
+    std::printf("%-6s %-6s %-26s %7u %5zu",
                 r.op.c_str(),
                 r.mem.c_str(),
                 r.variant.c_str(),
                 r.threads,
-                r.task_size >> 20,
-                r.ring_depth,
-                r.slot_size >> 10,
-                r.pinned_bytes >> 20,
-                g[g.size() / 2],
-                g.front(),
-                g.back(),
-                r.median_cpu_s_per_gb());
+                r.task_size >> 20);
+    if (staged) {
+      std::printf(" %4zu %7zu %8zu", r.ring_depth, r.slot_size >> 10, r.pinned_bytes >> 20);
+    }
+    std::printf(
+      " %9.2f %9.2f %9.2f %9.3f\n", g[g.size() / 2], g.front(), g.back(), r.median_cpu_s_per_gb());
   }
 }
 
