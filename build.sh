@@ -12,7 +12,8 @@
 #                       each going on from the corpus it kept in FUZZ_CORPUS_DIR
 #   ./build.sh soak     ... and run the stress test (cpp/tests/test_stress.cpp) for SOAK_SECONDS
 #                       (default 300) per local backend in the Release, ASan+UBSan and TSan builds
-#   ./build.sh demo     ... and run the demo, cpp/examples/basic_io
+#   ./build.sh demo     only what the demo needs (ci/install-deps.sh --demo), the library and
+#                       cpp/examples into build/demo, then run cpp/examples/basic_io
 #   ./build.sh clean    remove the build folders
 #
 # Environment: JOBS (parallel build jobs, default nproc), TEST_JOBS (tests at once, default
@@ -332,10 +333,15 @@ case "$command" in
     done
     ;;
   demo)
-    dependencies
-    build_release
+    # Only what the demo needs: six Debian packages, the library and the example.
+    step "Dependencies of the demo (ci/install-deps.sh --demo)"
+    ci/install-deps.sh --demo
+    step "Demo build (the library and cpp/examples)"
+    cmake -S cpp -B "$BUILD_ROOT/demo" -G Ninja "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release \
+      -DKvikIO_BUILD_EXAMPLES=ON >/dev/null
+    cmake --build "$BUILD_ROOT/demo" -j "$JOBS"
     step "Demo: cpp/examples/basic_io"
-    "$BUILD_ROOT/release/cpp/examples/basic_io"
+    "$BUILD_ROOT/demo/examples/basic_io"
     ;;
   clean)
     rm -rf "$BUILD_ROOT"

@@ -5,22 +5,32 @@
 # the tests (moto's S3 server, zarr, numcodecs, dask, pytest) into a virtual environment made
 # from Debian's /usr/bin/python3 with --system-site-packages, so the python3-* packages stay
 # visible. Usage: ci/install-deps.sh [VENV] (default build/venv; ./build.sh passes
-# $BUILD_ROOT/venv). Idempotent: when everything is present it changes nothing and needs no
-# network. dependencies.yaml lists each package with its purpose and pin;
-# ci/check-dependencies.py fails when the two are out of step.
+# $BUILD_ROOT/venv); ci/install-deps.sh --demo installs only what the library and its demo need
+# (./build.sh demo: six Debian packages, no virtual environment). Idempotent: when everything is
+# present it changes nothing and needs no network. dependencies.yaml lists each package with its
+# purpose and pin; ci/check-dependencies.py fails when the two are out of step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+demo=false
+if [[ ${1:-} == --demo ]]; then
+  demo=true
+  shift
+fi
 venv=${1:-build/venv}
 
+# What the library needs to build (and its demo, cpp/examples/basic_io, to run).
 packages=(
   g++                   # C++20 compiler
   cmake                 # build system (>= 3.25)
   ninja-build           # build tool
   ccache                # compiler cache of ./build.sh: a rebuild compiles only what changed
-  git                   # kvikio.__git_commit__: the commit a build was made from
-  libgtest-dev          # GoogleTest, the C++ test framework
   libcurl4-openssl-dev  # libcurl, the HTTP/S3 client of remote I/O
   liburing-dev          # liburing (static), the io_uring local backend
+)
+# What the tests, the Python package, the docs and the benchmarks need besides.
+if [[ $demo == false ]]; then packages+=(
+  git                   # kvikio.__git_commit__: the commit a build was made from
+  libgtest-dev          # GoogleTest, the C++ test framework
   libcli11-dev          # CLI11, the command line of kvikio_bench
   clang-format          # the formatting check of ./build.sh test
   clang                 # compiles the libFuzzer targets of cpp/fuzz
@@ -38,7 +48,7 @@ packages=(
   python3-breathe       # Doxygen XML into Sphinx
   python3-myst-parser   # the Markdown pages of docs/ in Sphinx
   graphviz              # the design page's diagrams (sphinx.ext.graphviz)
-)
+); fi
 sudo_cmd=()
 if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
 
@@ -70,8 +80,11 @@ pypi_packages=(
   pybind11==3.1.0       # kvikio._lib's binding, as the kvikio wheel's isolated build gets it
 )
 stamp="$venv/.kvikio-pypi-pins"
+if [[ $demo == true ]]; then
+  pypi_packages=()
+fi
 wanted="$(printf '%s\n' "${pypi_packages[@]}"; cat ci/pypi-constraints.txt)"
-if [[ ! -x $venv/bin/python || "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]]; then
+if [[ $demo == false && (! -x $venv/bin/python || "$(cat "$stamp" 2>/dev/null)" != "$wanted") ]]; then
   echo "install-deps: installing ${pypi_packages[*]} from PyPI into $venv"
   /usr/bin/python3 -m venv --system-site-packages "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -c ci/pypi-constraints.txt \

@@ -15,17 +15,17 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include <kvikio/cufile/driver.hpp>
 #include <kvikio/defaults.hpp>
+#include <kvikio/effective_settings.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
 #include <kvikio/shim/cuda.hpp>
-#include <kvikio/shim/cufile.hpp>
 #include <kvikio/utils.hpp>
 #include <kvikio/version_config.hpp>
 
@@ -51,60 +51,34 @@ int device_count()
   return count;
 }
 
+// The library's version, what it made of its settings (public API: effective_settings.hpp),
+// and the GPUs it sees.
 void print_environment()
 {
-  using kvikio::defaults;
   std::cout << "KvikIO " << KVIKIO_VERSION_MAJOR << "." << KVIKIO_VERSION_MINOR << "."
-            << KVIKIO_VERSION_PATCH << "\n"
-            << "settings:\n"
-            << "  compat_mode          " << static_cast<int>(defaults::compat_mode())
-            << " (0=OFF 1=ON 2=AUTO)\n"
-            << "  num_threads          " << defaults::thread_pool_nthreads() << "\n"
-            << "  task_size            " << defaults::task_size() << "\n"
-            << "  gds_threshold        " << defaults::gds_threshold() << "\n"
-            << "  bounce_buffer_size   " << defaults::bounce_buffer_size() << "\n"
-            << "  num_bounce_buffers   " << defaults::num_bounce_buffers() << "\n"
-            << "  local_io_backend     "
-            << kvikio::detail::local_io_backend_name(defaults::local_io_backend()) << "\n"
-            << "  remote_backend       "
-            << (defaults::remote_backend() == kvikio::RemoteBackendType::LIBCURL_EASY
-                  ? "LIBCURL_EASY"
-                  : "LIBCURL_MULTI_POLL")
-            << "\n"
-            << "  http_max_attempts    " << defaults::http_max_attempts() << "\n"
-            << "  http_timeout         " << defaults::http_timeout() << " s\n";
-
-  if (kvikio::is_cuda_available()) {
-    auto& api  = kvikio::cudaAPI::instance();
-    int driver = 0, count = 0;
-    KVIKIO_CUDA_DRIVER_TRY(api.DriverGetVersion(&driver));
-    KVIKIO_CUDA_DRIVER_TRY(api.DeviceGetCount(&count));
-    std::cout << "CUDA driver: found, version " << driver / 1000 << "." << driver % 1000 / 10
-              << ", " << count << " GPU(s)\n";
-    for (int i = 0; i < count; ++i) {
-      CUdevice device{};
-      char name[256] = {};
-      KVIKIO_CUDA_DRIVER_TRY(api.DeviceGet(&device, i));
-      KVIKIO_CUDA_DRIVER_TRY(api.DeviceGetName(name, sizeof(name), device));
-      std::cout << "  GPU " << i << ": " << name << "\n";
+            << KVIKIO_VERSION_PATCH << "\nsettings (effective; configured and why where they "
+            << "differ):\n"
+            << kvikio::effective_settings_report();
+  if (!kvikio::is_cuda_available()) {
+    try {
+      (void)kvikio::cudaAPI::instance();  // says why there is no driver
+    } catch (std::exception const& e) {
+      std::cout << "CUDA driver: not usable (" << e.what() << "); host memory only\n";
     }
-  } else {
-    std::cout << "CUDA driver: not usable (" << kvikio::detail::cuda_unavailable_reason()
-              << "); host memory only\n";
+    return;
   }
-  if (kvikio::is_cufile_library_available()) {
-    std::cout << "cuFile: libcufile.so.0 found, version " << kvikio::cufile_version() << "; ";
-    if (kvikio::detail::is_cufile_usable()) {
-      kvikio::DriverProperties props;
-      std::cout << "driver open, GDS (nvidia-fs) "
-                << (props.is_gds_available() ? "available" : "not available")
-                << ", compat mode AUTO resolves to "
-                << (kvikio::defaults::is_compat_mode_preferred() ? "POSIX" : "cuFile") << "\n";
-    } else {
-      std::cout << "not usable: " << kvikio::detail::cufile_unusable_reason() << "\n";
-    }
-  } else {
-    std::cout << "cuFile: not available (" << kvikio::detail::cufile_unavailable_reason() << ")\n";
+  auto& api  = kvikio::cudaAPI::instance();
+  int driver = 0, count = 0;
+  KVIKIO_CUDA_DRIVER_TRY(api.DriverGetVersion(&driver));
+  KVIKIO_CUDA_DRIVER_TRY(api.DeviceGetCount(&count));
+  std::cout << "CUDA driver: found, version " << driver / 1000 << "." << driver % 1000 / 10 << ", "
+            << count << " GPU(s)\n";
+  for (int i = 0; i < count; ++i) {
+    CUdevice device{};
+    char name[256] = {};
+    KVIKIO_CUDA_DRIVER_TRY(api.DeviceGet(&device, i));
+    KVIKIO_CUDA_DRIVER_TRY(api.DeviceGetName(name, sizeof(name), device));
+    std::cout << "  GPU " << i << ": " << name << "\n";
   }
 }
 
