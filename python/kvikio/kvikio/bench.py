@@ -127,17 +127,23 @@ def main(argv=None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     threads = lambda t: [int(x) for x in t.split(",")]  # noqa: E731
     lp = sub.add_parser("local", help="local files: CuFile.pread/pwrite")
-    lp.add_argument("op", choices=["read", "write"])
-    lp.add_argument("--file", required=True)
-    lp.add_argument("--size", type=parse_size, default=parse_size("1GiB"))
+    lp.add_argument("op", choices=["read", "write"], help="read the file, or write it")
+    lp.add_argument("--file", required=True,
+                    help="the file (a read creates it with random bytes if it is too small)")
+    lp.add_argument("--size", type=parse_size, default=parse_size("1GiB"),
+                    help="bytes per run, e.g. 256MiB (default 1GiB)")
     rp = sub.add_parser("remote", help="remote objects: RemoteFile.pread")
-    rp.add_argument("op", choices=["read"])
-    rp.add_argument("--url", required=True)
+    rp.add_argument("op", choices=["read"], help="read the object")
+    rp.add_argument("--url", required=True, help="the object's URL (http, https, s3, ...)")
     for p in (lp, rp):
-        p.add_argument("--threads", type=threads, default=[1, 2, 4, 8, 16])
-        p.add_argument("--task-size", type=parse_size, default=parse_size("4MiB"))
-        p.add_argument("--mem", choices=["host", "device"], default="host")
-        p.add_argument("--repeat", type=int, default=5)
+        p.add_argument("--threads", type=threads, default=[1, 2, 4, 8, 16],
+                       help="thread pool sizes to sweep, e.g. 1,4,16 (default 1,2,4,8,16)")
+        p.add_argument("--task-size", type=parse_size, default=parse_size("4MiB"),
+                       help="the task size of the reads and writes (default 4MiB)")
+        p.add_argument("--mem", choices=["host", "device"], default="host",
+                       help="read into host (NumPy) or device (CuPy) memory (default host)")
+        p.add_argument("--repeat", type=int, default=3,
+                       help="runs per point; the median is reported (default 3)")
     args = parser.parse_args(argv)
     (local if args.command == "local" else remote)(args)
 

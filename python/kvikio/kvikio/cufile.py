@@ -13,6 +13,31 @@ from kvikio._buffers import as_buffer, size_of, stream_handle, unsigned
 from kvikio.utils import kvikio_deprecation_notice
 
 
+# The parameters the parallel calls share, in their docstrings (``_documented``).
+_TRANSFER_PARAMETERS = """Parameters
+        ----------
+        buf
+            Host memory (the buffer protocol: NumPy arrays, bytearray, ...) or device memory
+            (``__cuda_array_interface__``: CuPy arrays, ...), contiguous.
+        size
+            The bytes to move, from the start of ``buf``; ``None``: all of ``buf``.
+        file_offset
+            Where in the file the bytes start.
+        task_size
+            The size of the tasks the call is cut into (they run on the thread pool at once);
+            ``None``: ``kvikio.defaults.get("task_size")``."""
+
+
+def _documented(doc: str):
+    """Sets a function's docstring to ``doc`` with ``{parameters}`` filled in."""
+
+    def apply(function):
+        function.__doc__ = doc.format(parameters=_TRANSFER_PARAMETERS)
+        return function
+
+    return apply
+
+
 class IOFuture:
     """The result of a parallel read or write: ``get()`` waits (without the GIL) and returns
     the bytes moved; it may be called again, from any thread. Signal handlers run while it
@@ -28,9 +53,13 @@ class IOFuture:
         self._keepalive = keepalive  # the buffer must outlive the operation
 
     def get(self) -> int:
+        """Waits for the operation and returns the bytes it moved, or raises its error (a
+        RuntimeError: a read past the end of the file, an I/O error). May be called again,
+        from any thread."""
         return self._future.get()
 
     def done(self) -> bool:
+        """Whether the operation has ended (``get()`` would not wait)."""
         return self._future.done()
 
     def __del__(self):
@@ -72,6 +101,8 @@ class IOFutureStream:
         self._keepalive = keepalive
 
     def check_bytes_done(self) -> int:
+        """Synchronises the stream and returns the bytes the operation moved, or raises its
+        error."""
         return self._future.check_bytes_done()
 
 
@@ -91,22 +122,29 @@ class CuFile:
         self._handle = _lib.FileHandle(os.fspath(file), flags)
 
     def close(self) -> None:
+        """Waits for the reads and writes still running on the file, then closes it; later
+        calls raise RuntimeError. Closing twice is harmless."""
         self._handle.close()
 
     @property
     def closed(self) -> bool:
+        """Whether ``close()`` was called."""
         return self._handle.closed()
 
     def fileno(self) -> int:
+        """The file's (buffered) descriptor."""
         return self._handle.fd()
 
     def open_flags(self) -> int:
+        """The ``os.O_*`` flags of that descriptor."""
         return self._handle.fd_open_flags()
 
     def nbytes(self) -> int:
+        """The file's size in bytes, writes through this file included."""
         return self._handle.nbytes()
 
     def is_direct_io_supported(self) -> bool:
+        """Whether the file system gave the file an ``O_DIRECT`` descriptor too."""
         return self._handle.is_direct_io_supported()
 
     def __enter__(self) -> "CuFile":
@@ -115,9 +153,34 @@ class CuFile:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    @_documented("""Reads the file into ``buf`` in parallel tasks; returns at once.
+
+        {parameters}
+
+        Returns
+        -------
+        IOFuture
+            ``get()`` waits and returns the bytes read. The future keeps ``buf`` alive until the
+            last byte lands, even if it is dropped.
+
+        Raises
+        ------
+        TypeError, OverflowError
+            ``size``, ``file_offset`` or ``task_size`` is not an integer, or negative.
+        ValueError
+            ``size`` is larger than ``buf``, or ``buf`` is read-only.
+        RuntimeError
+            The file is closed (a read's own errors come from ``get()``).
+
+        Examples
+        --------
+        >>> out = numpy.empty(1 << 20, dtype="u1")
+        >>> with kvikio.CuFile(path, "r") as f:
+        ...     future = f.pread(out)  # the pool reads while the caller goes on
+        ...     nread = future.get()
+        """)
     def pread(self, buf, size: int | None = None, file_offset: int = 0,
               task_size: int | None = None) -> IOFuture:
-        """Reads into ``buf`` in parallel tasks; returns at once."""
         b = as_buffer(buf, writable=True)
         n = size_of(b, size, "pread")
         ts = _lib.defaults.task_size() if task_size is None else unsigned("pread", "task_size",
@@ -125,9 +188,22 @@ class CuFile:
         off = unsigned("pread", "file_offset", file_offset)
         return IOFuture(self._handle.pread(b.ptr, n, off, ts), b)
 
+    @_documented("""Writes ``buf`` to the file in parallel tasks; returns at once.
+
+        {parameters}
+
+        Returns
+        -------
+        IOFuture
+            ``get()`` waits and returns the bytes written (keeping ``buf`` alive until then).
+
+        Raises
+        ------
+        TypeError, OverflowError, ValueError, RuntimeError
+            As :meth:`pread`; a write's own errors (a full disk) come from ``get()``.
+        """)
     def pwrite(self, buf, size: int | None = None, file_offset: int = 0,
                task_size: int | None = None) -> IOFuture:
-        """Writes ``buf`` in parallel tasks; returns at once."""
         b = as_buffer(buf, writable=False)
         n = size_of(b, size, "pwrite")
         ts = _lib.defaults.task_size() if task_size is None else unsigned("pwrite", "task_size",
@@ -135,10 +211,41 @@ class CuFile:
         off = unsigned("pwrite", "file_offset", file_offset)
         return IOFuture(self._handle.pwrite(b.ptr, n, off, ts), b)
 
+    @_documented("""Reads the file into ``buf`` and waits: ``pread(...).get()``.
+
+        {parameters}
+
+        Returns
+        -------
+        int
+            The bytes read.
+
+        Raises
+        ------
+        RuntimeError
+            The read failed (past the end of the file, an I/O error); also as :meth:`pread`.
+        KeyboardInterrupt
+            (or a signal handler's exception) within 0.1 s of the signal; the read goes on in
+            the background with ``buf``, which the library keeps alive until it ends.
+        """)
     def read(self, buf, size: int | None = None, file_offset: int = 0,
              task_size: int | None = None) -> int:
         return complete(self.pread(buf, size, file_offset, task_size))
 
+    @_documented("""Writes ``buf`` to the file and waits: ``pwrite(...).get()``.
+
+        {parameters}
+
+        Returns
+        -------
+        int
+            The bytes written.
+
+        Raises
+        ------
+        RuntimeError
+            The write failed; also as :meth:`pwrite`. Interruptible as :meth:`read`.
+        """)
     def write(self, buf, size: int | None = None, file_offset: int = 0,
               task_size: int | None = None) -> int:
         return complete(self.pwrite(buf, size, file_offset, task_size))
@@ -158,14 +265,40 @@ class CuFile:
 
     def read_async(self, buf, stream, size: int | None = None, file_offset: int = 0,
                    dev_offset: int = 0) -> IOFutureStream:
-        """Reads into device memory in the order of ``stream``; returns at once, without
-        waiting for earlier work on the stream (ours: upstream's waits)."""
+        """Reads into device memory in the order of ``stream``: the bytes are there for the
+        work queued on ``stream`` after this call. Returns at once, without waiting for
+        earlier work on the stream (upstream's waits).
+
+        Parameters
+        ----------
+        buf
+            Device memory (``__cuda_array_interface__``).
+        stream
+            A CUDA stream: its handle as an int, an object with ``.ptr`` (CuPy) or one of the
+            CUDA stream protocol (``__cuda_stream__``); ``None`` or 0: the legacy default
+            stream.
+        size, file_offset
+            As :meth:`pread`.
+        dev_offset
+            Where in ``buf`` the bytes go.
+
+        Returns
+        -------
+        IOFutureStream
+            ``check_bytes_done()`` synchronises the stream and returns the bytes read.
+
+        Raises
+        ------
+        ValueError
+            ``buf`` is host memory, or ``dev_offset + size`` exceeds it.
+        """
         return self._async(self._handle.read_async, buf, stream, size, file_offset, dev_offset,
                            True)
 
     def write_async(self, buf, stream, size: int | None = None, file_offset: int = 0,
                     dev_offset: int = 0) -> IOFutureStream:
-        """Writes device memory in the order of ``stream``; returns at once."""
+        """Writes device memory in the order of ``stream`` (after the work queued on it before
+        this call); returns at once. Parameters, result and errors as :meth:`read_async`."""
         return self._async(self._handle.write_async, buf, stream, size, file_offset, dev_offset,
                            False)
 

@@ -105,16 +105,24 @@ class RemoteFile:
         return f'<{type(self).__name__} "{self._handle.endpoint_str()}">'
 
     def nbytes(self) -> int:
+        """The object's size in bytes (asked once, when it was opened)."""
         return self._handle.nbytes()
 
     def remote_endpoint_type(self):
+        """The kind of endpoint: a :class:`RemoteEndpointType` (S3, HTTP, WEBHDFS, ...)."""
         return self._handle.remote_endpoint_type()
 
     def read(self, buf, size: int | None = None, file_offset: int = 0) -> int:
+        """Reads ``size`` bytes of the object from ``file_offset`` into ``buf`` (host or
+        device memory; ``None``: all of ``buf``) and returns the bytes read:
+        ``pread(...).get()``. Raises RuntimeError for a failed request (after the retries of
+        ``http_max_attempts``) or an object that changed since it was opened."""
         return complete(self.pread(buf, size, file_offset))
 
     def pread(self, buf, size: int | None = None, file_offset: int = 0,
               task_size: int | None = None) -> IOFuture:
+        """As :meth:`read`, in ranged requests of ``task_size`` bytes at once (on the thread
+        pool or the multi-poll reactors); returns at once an :class:`IOFuture`."""
         b = as_buffer(buf, writable=True)
         ts = _lib.defaults.task_size() if task_size is None else unsigned("pread", "task_size",
                                                                           task_size)

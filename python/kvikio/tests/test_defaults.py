@@ -64,3 +64,25 @@ def test_bench_runs(tmp_path, capsys):
     assert "baseline python pwrite" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         kvikio.bench.main(["local", "read", "--file", str(path), "--size", "lots"])
+
+
+def test_effective_settings_are_typed_and_explained():
+    names = {n for n in kvikio.defaults._SETTINGS if n not in kvikio.defaults._CANONICAL}
+    effective = kvikio.defaults.effective()
+    assert set(effective) == names
+    for name, s in effective.items():
+        assert s.name == name and s.variable.startswith("KVIKIO_")
+        assert s.configured == kvikio.defaults.get(name)
+        assert type(s.effective) is type(s.configured), name
+        assert s.effective == s.configured or s.why, name
+    with kvikio.defaults.set({"compat_mode": "AUTO", "local_io_backend": "posix"}):
+        compat = kvikio.defaults.effective()["compat_mode"]
+        assert compat.configured == kvikio.CompatMode.AUTO
+        assert compat.effective == (kvikio.CompatMode.ON if kvikio.defaults.is_compat_mode_preferred()
+                                    else kvikio.CompatMode.OFF)
+        assert compat.why
+        assert kvikio.defaults.get_effective("local_io_backend") == "posix"
+    with kvikio.defaults.set({"num_threads": 3}):
+        assert kvikio.defaults.get_effective("num_threads") == 3
+    with pytest.raises(KeyError, match="unknown setting"):
+        kvikio.defaults.get_effective("no_such_setting")
