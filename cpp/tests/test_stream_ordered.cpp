@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -26,6 +27,7 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
+#include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/stream_ordered.hpp>
 #include <kvikio/detail/stream_workers.hpp>
 #include <kvikio/file_handle.hpp>
@@ -534,3 +536,40 @@ TEST_F(Injected, WithoutStreamMemOpsAHostFunctionWaits)
 }
 
 }  // namespace
+
+namespace {
+class StreamOrderedArguments : public kvikio::test::OnDevice {};
+}  // namespace
+
+// Pageable host memory is refused by the call itself, with one error that names the call and
+// says what to use instead; nothing is logged and the buffer is not written.
+TEST_F(StreamOrderedArguments, PageableHostMemoryIsOneClearError)
+{
+  kvikio::test::TempDir const dir;
+  std::string const path = dir.file("data");
+  std::string const log  = dir.file("log");
+  kvikio::test::write_file(path, pattern(4096, 7));
+  auto& logger = kvikio::detail::Logger::instance();
+  ASSERT_TRUE(logger.set_file(log));
+  logger.set_level(kvikio::detail::LogLevel::info);
+  std::vector<std::uint8_t> host(4096, poison);
+  std::string message;
+  {
+    kvikio::FileHandle file{path, "r"};
+    try {
+      (void)file.read_async(host.data(), host.size(), 0, 0, nullptr).check_bytes_done();
+    } catch (std::invalid_argument const& e) {
+      message = e.what();
+    }
+  }
+  logger.set_level(kvikio::detail::LogLevel::warn);
+  ASSERT_TRUE(logger.set_file(""));
+  EXPECT_NE(message.find("FileHandle::read_async: the buffer at "), std::string::npos) << message;
+  EXPECT_NE(message.find("is pageable host memory"), std::string::npos) << message;
+  EXPECT_NE(message.find("use pread()"), std::string::npos) << message;
+  EXPECT_TRUE(std::all_of(host.begin(), host.end(), [](std::uint8_t b) { return b == poison; }));
+  auto const logged = kvikio::test::read_file(log);
+  std::string const text{logged.begin(), logged.end()};
+  EXPECT_EQ(text.find(" error ["), std::string::npos) << text;
+  EXPECT_EQ(text.find(" warn ["), std::string::npos) << text;
+}

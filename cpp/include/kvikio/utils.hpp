@@ -73,6 +73,15 @@ template <typename T, std::enable_if_t<std::is_floating_point_v<T>>* = nullptr>
  */
 [[nodiscard]] bool is_host_memory(void const* ptr);
 
+namespace detail {
+/**
+ * @brief Whether `ptr` is host memory the CUDA driver does not know (pageable: neither pinned,
+ * nor registered, nor managed); true for everything when no driver is loaded.
+ * @throws kvikio::CUfileException as is_host_memory().
+ */
+[[nodiscard]] bool is_pageable_host_memory(void const* ptr);
+}  // namespace detail
+
 /**
  * @brief Ordinal of the device that owns `dev_ptr`.
  * @throws kvikio::CUfileException if it is not device memory or there is no driver.

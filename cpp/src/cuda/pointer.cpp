@@ -15,9 +15,13 @@
 
 namespace kvikio {
 
-bool is_host_memory(void const* ptr)
+namespace {
+
+// The driver's kind of the memory at `ptr`; 0 for memory it does not know (pageable host memory,
+// and everything when no driver is loaded).
+unsigned memory_type_of(void const* ptr)
 {
-  if (!is_cuda_available()) { return true; }
+  if (!is_cuda_available()) { return 0; }
   CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE};
   CUmemorytype memory_type{};
   void* values[] = {&memory_type};
@@ -29,9 +33,7 @@ bool is_host_memory(void const* ptr)
     // this process is host memory; anything else (the parent's device memory, which the child
     // does not inherit) is no memory to read into.
     auto const page = reinterpret_cast<std::uintptr_t>(ptr) / get_page_size() * get_page_size();
-    if (::msync(reinterpret_cast<void*>(page), 1, MS_ASYNC) == 0 || errno != ENOMEM) {
-      return true;
-    }
+    if (::msync(reinterpret_cast<void*>(page), 1, MS_ASYNC) == 0 || errno != ENOMEM) { return 0; }
     throw CUfileException(
       "KvikIO: " + std::to_string(reinterpret_cast<std::uintptr_t>(ptr)) +
       " is not memory of this process, and its CUDA driver refuses every call "
@@ -39,9 +41,18 @@ bool is_host_memory(void const* ptr)
       "use it before the fork)");
   }
   KVIKIO_CUDA_DRIVER_TRY(r);
-  // The driver answers 0 for memory it does not know: pageable host memory.
-  return memory_type == 0 || memory_type == CU_MEMORYTYPE_HOST;
+  return static_cast<unsigned>(memory_type);
 }
+
+}  // namespace
+
+bool is_host_memory(void const* ptr)
+{
+  auto const type = memory_type_of(ptr);
+  return type == 0 || type == CU_MEMORYTYPE_HOST;
+}
+
+bool detail::is_pageable_host_memory(void const* ptr) { return memory_type_of(ptr) == 0; }
 
 int get_device_ordinal_from_pointer(CUdeviceptr dev_ptr)
 {

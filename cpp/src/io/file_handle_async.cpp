@@ -4,6 +4,7 @@
 #include <kvikio/file_handle.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <stdexcept>
@@ -41,6 +42,13 @@ void FileHandle::async_transfer(Direction dir,
   KVIKIO_EXPECT(size_p != nullptr && file_offset_p != nullptr && devPtr_offset_p != nullptr &&
                   bytes_p != nullptr,
                 std::string{what} + ": null argument pointer",
+                std::invalid_argument);
+  // Said here, once: the stream's copies (or cuFile) would fail on it later, less clearly.
+  KVIKIO_EXPECT(!is_cuda_available() || !detail::is_pageable_host_memory(devPtr_base),
+                std::string{what} + ": the buffer at " +
+                  std::to_string(reinterpret_cast<std::uintptr_t>(devPtr_base)) +
+                  " is pageable host memory; stream-ordered I/O needs device memory (or pinned "
+                  "host memory): use pread()/pwrite() for pageable host memory",
                 std::invalid_argument);
   if (!compat_.is_compat_mode_preferred_for_async()) {
     // The size is known now; a write's file will have grown once the stream gets there.
