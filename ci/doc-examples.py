@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The code examples of the docs, run as printed (ctest docs.examples).
+"""The code examples of the docs, checked as printed (ctest docs.examples).
 
-A fenced block whose info string is `python run` or `cpp run` is executed: Python with the
-Python given (`--python`, the package on its path), C++ compiled against the library
-(`--cxx`, `--include`, `--lib`) and run. A block marked `python gpu` or `cpp gpu` needs device
-memory: it is parsed (Python) or compiled (C++, with the CUDA runtime) on every run, and
-executed only where a GPU is there (CuPy imports and sees a device); otherwise the report says
-it was not run and why. Each block runs alone, in a fresh folder, with a time limit; a block
-that fails, prints to stderr a traceback, or exits non-zero fails the test, named by page and
-line. Blocks without `run` or `gpu` are fragments and are not touched.
+Every Python and C++ block of the pages says how it is checked, after its language on the fence
+line (a block that does not fails the check): `run` blocks are executed, Python with the Python
+given (`--python`, the package on its path), C++ compiled against the library (`--cxx`,
+`--include`, `--lib`) and run; `gpu` blocks need device memory: parsed (Python) or compiled (C++,
+with the CUDA runtime) on every run and executed where a GPU is there (CuPy imports and sees a
+device); `compile` blocks (they need a server) are compiled or parsed only. The report says how
+many were not run and why. Each block runs alone, in a fresh folder, with a time limit; one that
+fails or exits non-zero fails the test, named by page and line. Other blocks (commands, CMake)
+are not examples.
 
 Usage: doc-examples.py --docs DIR --python PY --cxx CXX --include DIR [--include DIR...]
-       --lib DIR [--cuda DIR] [--pages a.md,b.md]
+       --lib DIR [--cuda DIR] [--pages a.md,b.md (default: every page)]
 """
 
 import argparse
@@ -23,19 +24,22 @@ import subprocess
 import sys
 import tempfile
 
-FENCE = re.compile(r"^```(\w+)\s+(run|gpu)\s*$")
+FENCE = re.compile(r"^```(\w+)(?:\s+(run|gpu|compile))?\s*$")
+# The languages of examples: every block of these must say how it is checked.
+CHECKED = ("python", "cpp")
 
 
 def blocks(path):
-    """(line, language, kind, code) of each marked block of a Markdown page."""
-    out = []
+    """(line, language, kind, code) of each Python and C++ block of a Markdown page; a block of
+    those languages that says neither `run`, `gpu` nor `compile` is an error."""
+    out, unmarked = [], []
     lines = open(path, encoding="utf-8").read().splitlines()
     i = 0
     while i < len(lines):
-        m = FENCE.match(lines[i])
-        if not m:
+        if not lines[i].startswith("```"):
             i += 1
             continue
+        m = FENCE.match(lines[i])
         start = i + 1
         i += 1
         body = []
@@ -44,9 +48,15 @@ def blocks(path):
             i += 1
         if i == len(lines):
             sys.exit(f"{path}:{start}: the block is not closed")
-        out.append((start, m.group(1), m.group(2), "\n".join(body) + "\n"))
         i += 1
-    return out
+        if not m or m.group(1) not in CHECKED:
+            continue  # commands, CMake, directives: not examples
+        if m.group(2) is None:
+            unmarked.append(f"{os.path.basename(path)}:{start}: a {m.group(1)} block says "
+                            "neither run, gpu nor compile")
+            continue
+        out.append((start, m.group(1), m.group(2), "\n".join(body) + "\n"))
+    return out, unmarked
 
 
 def have_gpu(python, env):
@@ -70,7 +80,7 @@ def main():
     ap.add_argument("--include", action="append", default=[])
     ap.add_argument("--lib", required=True)
     ap.add_argument("--cuda", default="/usr/local/cuda")
-    ap.add_argument("--pages", default="quickstart.md,python.md")
+    ap.add_argument("--pages", default="", help="pages of --docs, a,b.md (default: all)")
     args = ap.parse_args()
     # The blocks run in folders of their own: paths given relative to here are made absolute.
     absolute = lambda p: os.path.abspath(p) if os.sep in p else p  # noqa: E731
@@ -80,14 +90,14 @@ def main():
     env = dict(os.environ)
     gpu = have_gpu(args.python, env)
     failures, ran, compiled_only = [], 0, 0
-    for page in args.pages.split(","):
-        path = os.path.join(args.docs, page)
-        found = blocks(path)
-        if not found:
-            failures.append(f"{page}: no example marked run or gpu")
+    pages = args.pages.split(",") if args.pages else sorted(
+        p for p in os.listdir(args.docs) if p.endswith(".md"))
+    for page in pages:
+        found, unmarked = blocks(os.path.join(args.docs, page))
+        failures += unmarked
         for line, language, kind, code in found:
             where = f"{page}:{line} ({language} {kind})"
-            execute = kind == "run" or gpu
+            execute = kind == "run" or (kind == "gpu" and gpu)
             with tempfile.TemporaryDirectory() as work:
                 if language == "python":
                     source = os.path.join(work, "example.py")
@@ -112,6 +122,8 @@ def main():
                     cmd += [f"-L{args.lib}", f"-Wl,-rpath,{args.lib}", "-lkvikio"]
                     if kind == "gpu":
                         cmd += [f"-L{args.cuda}/lib64", "-lcudart"]
+                    if kind == "compile":
+                        cmd += ["-lcurl"]
                     ok, out = run(cmd, work, env, timeout=300)
                     if not ok:
                         failures.append(f"{where}: does not compile:\n{out}")
@@ -130,7 +142,8 @@ def main():
                     print(f"ran {where}")
     for f in failures:
         print("FAILED", f)
-    why = "" if gpu else " (no GPU with CuPy here: the gpu blocks were parsed or compiled only)"
+    why = " (compile blocks: compiled only" + (
+        ")" if gpu else "; no GPU with CuPy here: the gpu blocks too)")
     print(f"doc examples: {ran} ran, {compiled_only} not run{why}, {len(failures)} failed")
     return 1 if failures or ran == 0 else 0
 
