@@ -7,7 +7,9 @@ line (a block that does not fails the check): `run` blocks are executed, Python 
 given (`--python`, the package on its path), C++ compiled against the library (`--cxx`,
 `--include`, `--lib`) and run; `gpu` blocks need device memory: parsed (Python) or compiled (C++,
 with the CUDA runtime) on every run and executed where a GPU is there (CuPy imports and sees a
-device); `compile` blocks (they need a server) are compiled or parsed only. The report says how
+device); `url` blocks are programs that read the URL of their first argument: run with the URL
+of a local HTTP server (kvikio.utils.LocalHttpServer, range requests answered) of a file of
+random bytes; `compile` blocks are compiled or parsed only. The report says how
 many were not run and why. Each block runs alone, in a fresh folder, with a time limit; one that
 fails or exits non-zero fails the test, named by page and line. Other blocks (commands, CMake)
 are not examples.
@@ -24,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 
-FENCE = re.compile(r"^```(\w+)(?:\s+(run|gpu|compile))?\s*$")
+FENCE = re.compile(r"^```(\w+)(?:\s+(run|url|gpu|compile))?\s*$")
 # The languages of examples: every block of these must say how it is checked.
 CHECKED = ("python", "cpp")
 
@@ -72,6 +74,34 @@ def run(cmd, cwd, env, timeout=120):
     return p.returncode == 0, (p.stdout + p.stderr)[-3000:]
 
 
+# Serves a folder with range requests until its stdin closes; prints the URL of "object.bin".
+SERVE = """
+import sys
+from kvikio.utils import LocalHttpServer
+with LocalHttpServer(sys.argv[1], max_lifetime=300) as server:
+    print(server.url + "/object.bin", flush=True)
+    sys.stdin.read()
+"""
+
+
+def run_with_url(python, cmd, work, env):
+    """`cmd` with the URL of a served file of random bytes as its last argument."""
+    served = os.path.join(work, "served")
+    os.makedirs(served)
+    with open(os.path.join(served, "object.bin"), "wb") as f:
+        f.write(os.urandom(3 << 20))
+    server = subprocess.Popen([python, "-c", SERVE, served], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        url = server.stdout.readline().strip()
+        if not url:
+            return False, "the example's server did not start"
+        return run(cmd + [url], work, env)
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", required=True)
@@ -97,7 +127,7 @@ def main():
         failures += unmarked
         for line, language, kind, code in found:
             where = f"{page}:{line} ({language} {kind})"
-            execute = kind == "run" or (kind == "gpu" and gpu)
+            execute = kind in ("run", "url") or (kind == "gpu" and gpu)
             with tempfile.TemporaryDirectory() as work:
                 if language == "python":
                     source = os.path.join(work, "example.py")
@@ -122,7 +152,7 @@ def main():
                     cmd += [f"-L{args.lib}", f"-Wl,-rpath,{args.lib}", "-lkvikio"]
                     if kind == "gpu":
                         cmd += [f"-L{args.cuda}/lib64", "-lcudart"]
-                    if kind == "compile":
+                    if kind in ("compile", "url"):
                         cmd += ["-lcurl"]
                     ok, out = run(cmd, work, env, timeout=300)
                     if not ok:
@@ -131,7 +161,10 @@ def main():
                     if not execute:
                         compiled_only += 1
                         continue
-                    ok, out = run([binary], work, env)
+                    if kind == "url":
+                        ok, out = run_with_url(args.python, [binary], work, env)
+                    else:
+                        ok, out = run([binary], work, env)
                 else:
                     failures.append(f"{where}: no runner for {language}")
                     continue
