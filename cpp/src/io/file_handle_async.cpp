@@ -24,6 +24,26 @@
 
 namespace kvikio {
 
+namespace {
+
+// The context of a stream-ordered transfer's memory. Device memory answers the first query, as
+// get_context_from_pointer() asks it; only memory without a context of its own is asked its
+// kind, and pageable host memory is refused here, once (the stream's copies would fail on it
+// later, less clearly).
+CUcontext stream_ordered_context(void* buf, char const* what)
+{
+  if (auto const ctx = get_context_associated_pointer(convert_void2deviceptr(buf))) { return *ctx; }
+  KVIKIO_EXPECT(!detail::is_pageable_host_memory(buf),
+                std::string{what} + ": the buffer at " +
+                  std::to_string(reinterpret_cast<std::uintptr_t>(buf)) +
+                  " is pageable host memory; stream-ordered I/O needs device memory (or pinned "
+                  "host memory): use pread()/pwrite() for pageable host memory",
+                std::invalid_argument);
+  return get_context_from_pointer(buf);
+}
+
+}  // namespace
+
 void FileHandle::async_transfer(Direction dir,
                                 void* devPtr_base,
                                 std::size_t* size_p,
@@ -42,13 +62,6 @@ void FileHandle::async_transfer(Direction dir,
   KVIKIO_EXPECT(size_p != nullptr && file_offset_p != nullptr && devPtr_offset_p != nullptr &&
                   bytes_p != nullptr,
                 std::string{what} + ": null argument pointer",
-                std::invalid_argument);
-  // Said here, once: the stream's copies (or cuFile) would fail on it later, less clearly.
-  KVIKIO_EXPECT(!is_cuda_available() || !detail::is_pageable_host_memory(devPtr_base),
-                std::string{what} + ": the buffer at " +
-                  std::to_string(reinterpret_cast<std::uintptr_t>(devPtr_base)) +
-                  " is pageable host memory; stream-ordered I/O needs device memory (or pinned "
-                  "host memory): use pread()/pwrite() for pageable host memory",
                 std::invalid_argument);
   if (!compat_.is_compat_mode_preferred_for_async()) {
     // The size is known now; a write's file will have grown once the stream gets there.
@@ -89,7 +102,7 @@ void FileHandle::async_transfer(Direction dir,
     *bytes_p = 0;
     return;
   }
-  PushAndPopContext const context{get_context_from_pointer(devPtr_base)};
+  PushAndPopContext const context{stream_ordered_context(devPtr_base, what)};
   ThreadPool* const pool = pool_for(&defaults::thread_pool());
   auto const file        = local_file(dir, pool->get_thread_count());
   auto* const backend    = &detail::host_backend(reading, size, file.pool_threads);
