@@ -200,6 +200,12 @@ char const* local_io_backend_name(LocalIOBackend backend) noexcept;
 RemoteBackendType parse_remote_backend(std::string_view name, std::string_view value);
 /// @brief Parses `PER_CHUNK|PER_PREAD` (any case). @throws std::invalid_argument
 RemoteReactorDispatch parse_reactor_dispatch(std::string_view name, std::string_view value);
+/// @brief "OFF", "ON" or "AUTO", as parse_compat_mode() reads them.
+char const* compat_mode_name(CompatMode mode) noexcept;
+/// @brief "EASY_THREADPOOL" or "MULTI_POLL", as parse_remote_backend() reads them.
+char const* remote_io_backend_name(RemoteIOBackend backend) noexcept;
+/// @brief "PER_CHUNK" or "PER_PREAD", as parse_reactor_dispatch() reads them.
+char const* reactor_dispatch_name(RemoteReactorDispatch dispatch) noexcept;
 }  // namespace detail
 
 /**

@@ -123,6 +123,26 @@ char const* local_io_backend_name(LocalIOBackend backend) noexcept
   return "unknown";
 }
 
+char const* compat_mode_name(CompatMode mode) noexcept
+{
+  switch (mode) {
+    case CompatMode::OFF: return "OFF";
+    case CompatMode::ON: return "ON";
+    case CompatMode::AUTO: return "AUTO";
+  }
+  return "unknown";
+}
+
+char const* remote_io_backend_name(RemoteIOBackend backend) noexcept
+{
+  return backend == RemoteIOBackend::MULTI_POLL ? "MULTI_POLL" : "EASY_THREADPOOL";
+}
+
+char const* reactor_dispatch_name(RemoteReactorDispatch dispatch) noexcept
+{
+  return dispatch == RemoteReactorDispatch::PER_PREAD ? "PER_PREAD" : "PER_CHUNK";
+}
+
 LocalIOBackend parse_local_io_backend(std::string_view name, std::string_view value)
 {
   if (iequals(value, "posix")) { return LocalIOBackend::POSIX; }

@@ -29,7 +29,7 @@ CompatModeManager::CompatModeManager(std::string const& file_path, int fd, Compa
     auto const r = cufile_handle_.register_handle(fd).value();
     if (r.err == CU_FILE_SUCCESS) {
       compat_ = false;
-      reason_ = std::string{"compat mode "} + (requested == CompatMode::AUTO ? "AUTO" : "OFF") +
+      reason_ = std::string{"compat mode "} + detail::compat_mode_name(requested) +
                 (requested == CompatMode::AUTO ? ": GPUDirect Storage is available" : "");
       return;
     }

@@ -12,25 +12,6 @@
 namespace kvikio {
 namespace {
 
-char const* compat_mode_name(CompatMode mode) noexcept
-{
-  switch (mode) {
-    case CompatMode::OFF: return "OFF";
-    case CompatMode::ON: return "ON";
-    default: return "AUTO";
-  }
-}
-
-char const* remote_io_backend_name(RemoteIOBackend backend) noexcept
-{
-  return backend == RemoteIOBackend::MULTI_POLL ? "MULTI_POLL" : "EASY_THREADPOOL";
-}
-
-char const* dispatch_name(RemoteReactorDispatch dispatch) noexcept
-{
-  return dispatch == RemoteReactorDispatch::PER_PREAD ? "PER_PREAD" : "PER_CHUNK";
-}
-
 std::string flag(bool value) { return value ? "true" : "false"; }
 
 std::string status_codes()
@@ -56,7 +37,7 @@ std::vector<EffectiveSetting> effective_settings()
   std::vector<EffectiveSetting> out;
   {
     CompatMode const mode = defaults::compat_mode();
-    EffectiveSetting s    = same("compat_mode", "KVIKIO_COMPAT_MODE", compat_mode_name(mode));
+    EffectiveSetting s = same("compat_mode", "KVIKIO_COMPAT_MODE", detail::compat_mode_name(mode));
     if (mode == CompatMode::AUTO) {
       std::string const why_not = detail::gds_unavailable_reason();
       s.effective               = why_not.empty() ? "OFF" : "ON";
@@ -113,7 +94,7 @@ std::vector<EffectiveSetting> effective_settings()
   }
   out.push_back(same("remote_io_backend",
                      "KVIKIO_REMOTE_IO_BACKEND",
-                     remote_io_backend_name(defaults::remote_io_backend())));
+                     detail::remote_io_backend_name(defaults::remote_io_backend())));
   out.push_back(same("remote_max_connections",
                      "KVIKIO_REMOTE_MAX_CONNECTIONS",
                      std::to_string(defaults::remote_max_connections())));
@@ -122,7 +103,7 @@ std::vector<EffectiveSetting> effective_settings()
                      std::to_string(defaults::remote_io_num_reactors())));
   out.push_back(same("remote_io_reactor_dispatch",
                      "KVIKIO_REMOTE_IO_REACTOR_DISPATCH",
-                     dispatch_name(defaults::remote_io_reactor_dispatch())));
+                     detail::reactor_dispatch_name(defaults::remote_io_reactor_dispatch())));
   out.push_back(same("remote_io_max_concurrent_requests",
                      "KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS",
                      std::to_string(defaults::remote_io_max_concurrent_requests())));
