@@ -148,8 +148,10 @@ def main():
                               f"not {layer.name}/")
             if name.startswith("kvikio/"):
                 target = layer_of_header(name.removeprefix("kvikio/"), layers)
-            elif m.group(1) == '"' and (path.parent / name).exists():
-                local = (path.parent / name).resolve()
+            elif m.group(1) == '"' and ((path.parent / name).exists() or (src / name).exists()):
+                # beside the including file, or a library header named from cpp/src
+                local = ((path.parent / name) if (path.parent / name).exists()
+                         else (src / name)).resolve()
                 target = layer_of_source(local.relative_to(src).as_posix(), layers) \
                     if local.is_relative_to(src) else None
             else:

@@ -37,11 +37,13 @@ class LayerCheck(unittest.TestCase):
         return run.returncode, run.stdout + run.stderr
 
     def include(self, rel, header):
-        """Adds `#include <header>` after the first include of cpp/src/<rel>."""
+        """Adds an include of `header` after the first include of cpp/src/<rel>: `<header>` for
+        an installed header (kvikio/...), `"header"` for one of the library's own."""
         path = self.tmp / "cpp" / "src" / rel
         text = path.read_text()
         first = re.search(r"^#include .*$", text, re.M)
-        path.write_text(text[: first.end()] + f"\n#include <{header}>" + text[first.end() :])
+        line = f"<{header}>" if header.startswith("kvikio/") else f'"{header}"'
+        path.write_text(text[: first.end()] + f"\n#include {line}" + text[first.end() :])
 
     def assert_fails_naming(self, *words):
         rc, out = self.check()
@@ -53,19 +55,23 @@ class LayerCheck(unittest.TestCase):
         rc, out = self.check()
         self.assertEqual(rc, 0, out)
 
-    def test_posix_backend_calling_io_uring(self):
-        # The choice of backend belongs to io/local_choice.cpp, not to a backend.
-        self.include("io/posix/posix_io.cpp", "kvikio/detail/io_uring_io.hpp")
-        self.assert_fails_naming("cpp/src/io/posix/posix_io.cpp", "io_uring_io.hpp",
-                                 "sibling layer")
+    def test_posix_mover_calling_io_uring(self):
+        # The choice of mover belongs to io/local_plan.cpp, not to a mover.
+        self.include("io/mover/posix_mover.cpp", "io/io_uring/io_uring_io.hpp")
+        self.assert_fails_naming("cpp/src/io/mover/posix_mover.cpp", "io_uring_io.hpp",
+                                 "higher layer")
 
-    def test_io_uring_backend_taking_the_posix_one(self):
-        self.include("io/io_uring/io_uring_backend.cpp", "kvikio/detail/posix_io.hpp")
-        self.assert_fails_naming("cpp/src/io/io_uring/io_uring_backend.cpp", "sibling layer")
+    def test_io_uring_mover_taking_cufile(self):
+        self.include("io/io_uring/io_uring_mover.cpp", "io/cufile/cufile_io.hpp")
+        self.assert_fails_naming("cpp/src/io/io_uring/io_uring_mover.cpp", "sibling layer")
 
-    def test_a_backend_choosing_among_backends(self):
-        self.include("io/cufile/cufile_io.cpp", "kvikio/detail/local_choice.hpp")
+    def test_a_mover_choosing_among_movers(self):
+        self.include("io/cufile/cufile_io.cpp", "io/local_plan.hpp")
         self.assert_fails_naming("cpp/src/io/cufile/cufile_io.cpp", "higher layer")
+
+    def test_staging_asking_the_plan(self):
+        self.include("io/staging/device_staging.cpp", "io/local_plan.hpp")
+        self.assert_fails_naming("cpp/src/io/staging/device_staging.cpp", "higher layer")
 
     def test_settings_asking_the_cufile_driver(self):
         self.include("config/defaults.cpp", "kvikio/cufile/driver.hpp")

@@ -26,12 +26,13 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/io_uring_io.hpp>
 #include <kvikio/detail/stream_ordered.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
 #include <kvikio/stream.hpp>
 #include <kvikio/threadpool_wrapper.hpp>
+
+#include "io/io_uring/io_uring_io.hpp"
 #include <kvikio/file_utils.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>

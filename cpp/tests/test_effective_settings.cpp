@@ -17,11 +17,12 @@
 #include <gtest/gtest.h>
 
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/io_uring_io.hpp>
-#include <kvikio/detail/local_choice.hpp>
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/effective_settings.hpp>
 #include <kvikio/file_handle.hpp>
+
+#include "io/io_uring/io_uring_io.hpp"
+#include "io/local_plan.hpp"
 
 #include "common/temp_dir.hpp"
 

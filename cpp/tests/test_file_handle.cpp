@@ -27,10 +27,12 @@
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/cufile/driver.hpp>
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/local_choice.hpp>
 #include <kvikio/detail/posix_io.hpp>
 #include <kvikio/utils.hpp>
 #include <kvikio/file_handle.hpp>
+
+#include "io/local_plan.hpp"
+#include "io/staging/device_staging.hpp"
 
 #include "common/busy_pool.hpp"
 #include "common/device.hpp"
@@ -692,7 +694,7 @@ TEST_F(OnDevice, SmallDeviceReadsGoOnWhileTheirCopiesRun)
   auto const content      = pattern(1 << 20, 31);
   write_file(path, content);
   kvikio::defaults::set_thread_pool_nthreads(1);
-  ASSERT_GE(kvikio::detail::posix_backend().overlapped_read_limit(), size);
+  ASSERT_GE(kvikio::detail::overlapped_read_limit(), size);
   FileHandle f{path, "r"};
   std::size_t const stride = size + 2 * guard;
   kvikio::test::DeviceBuffer dev{reads * stride};
@@ -770,7 +772,7 @@ TEST_F(OnDevice, ManyOverlappedReadsInFlightAroundTheSlotSize)
   kvikio::defaults::set_thread_pool_nthreads(3);
   kvikio::defaults::set_task_size(64 << 10);
   kvikio::defaults::set_bounce_buffer_size(1 << 20);
-  std::size_t const limit = kvikio::detail::posix_backend().overlapped_read_limit();
+  std::size_t const limit = kvikio::detail::overlapped_read_limit();
   ASSERT_EQ(limit, 16U << 10);
   FileHandle f{path, "r"};
   std::vector<std::size_t> const sizes{limit - 1, limit, limit + 1, 4097, 1, 3 * limit + 5};
@@ -837,7 +839,7 @@ std::map<std::string, std::size_t> queued_reads_behind_a_held_worker(
   auto const content      = pattern(1 << 20, 34);
   write_file(path, content);
   one_worker_with_one_mib_slots();
-  EXPECT_EQ(kvikio::detail::posix_backend().overlapped_read_limit(), 1U << 20);
+  EXPECT_EQ(kvikio::detail::overlapped_read_limit(), 1U << 20);
   auto& pool = kvikio::defaults::thread_pool();
   FileHandle f{path, "r"};
   std::size_t const stride = size + 2 * guard;
@@ -932,7 +934,7 @@ TEST_F(OnDevice, CloseRacingHeldBackDeviceReadsLosesAndCrossesNothing)
   write_file(path_a, a);
   write_file(path_b, b);
   one_worker_with_one_mib_slots();
-  ASSERT_EQ(kvikio::detail::posix_backend().overlapped_read_limit(), 1U << 20);
+  ASSERT_EQ(kvikio::detail::overlapped_read_limit(), 1U << 20);
   auto& workers            = kvikio::defaults::thread_pool();
   auto& buffers            = kvikio::BounceBufferPool<>::instance();
   std::size_t const stride = size + 2 * guard;

@@ -45,11 +45,12 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/io_uring_io.hpp>
-#include <kvikio/detail/local_choice.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
 #include <kvikio/utils.hpp>
+
+#include "io/io_uring/io_uring_io.hpp"
+#include "io/local_plan.hpp"
 
 #include "common/child_process.hpp"
 #include "common/device.hpp"
@@ -298,26 +299,36 @@ TEST_F(IoUring, AutoChoosesByThePoolOfTheCall)
   unsigned const cores      = std::max(1U, std::thread::hardware_concurrency());
   std::size_t const threads = kvikio::defaults::thread_pool_nthreads();
   std::size_t const large   = kvikio::detail::io_uring_piece_size() * 3;
+  // The mover the plan of a call picks, with a pool of `pool_threads` threads.
+  auto const mover = [](bool reading,
+                        bool host_memory,
+                        std::size_t size,
+                        unsigned pool_threads,
+                        kvikio::detail::LocalFile file) {
+    kvikio::ThreadPool pool{pool_threads};
+    file.pool_threads = pool_threads;
+    return std::string{
+      kvikio::detail::plan_local_transfer(reading, host_memory, size, 1 << 20, 0, pool, file)
+        .mover_name()};
+  };
+  kvikio::detail::LocalFile const staged;  // no cuFile handle
   kvikio::defaults::set_thread_pool_nthreads(1);
-  EXPECT_EQ(kvikio::detail::host_backend(true, large, cores).name(), "posix")
-    << cores << " threads";
-  kvikio::detail::LocalFile staged;  // no cuFile handle
-  staged.pool_threads = cores;
-  EXPECT_EQ(kvikio::detail::device_backend(true, large, staged).name(), "posix");
+  EXPECT_EQ(mover(true, true, large, cores, staged), "posix") << cores << " threads";
+  EXPECT_EQ(mover(true, false, large, cores, staged), "posix");
   kvikio::defaults::set_thread_pool_nthreads(cores);
   if (cores >= 2) {  // a pool of one is half of two cores
-    EXPECT_EQ(kvikio::detail::host_backend(true, large, 1).name(), "io_uring") << "a pool of one";
-    staged.pool_threads = 1;
-    EXPECT_EQ(kvikio::detail::device_backend(true, large, staged).name(), "io_uring");
-    EXPECT_EQ(kvikio::detail::device_backend(true, 4096, staged).name(), "posix") << "4 KiB";
+    EXPECT_EQ(mover(true, true, large, 1, staged), "io_uring") << "a pool of one";
+    EXPECT_EQ(mover(true, false, large, 1, staged), "io_uring");
+    EXPECT_EQ(mover(true, false, 4096, 1, staged), "posix") << "4 KiB";
   }
-  EXPECT_EQ(kvikio::detail::host_backend(false, large, 1).name(), "posix") << "writes";
+  EXPECT_EQ(mover(false, true, large, 1, staged), "posix") << "writes";
   kvikio::detail::LocalFile served;  // a file cuFile serves: any non-null handle says so
   int handle    = 0;
   served.cufile = &handle;
-  EXPECT_EQ(kvikio::detail::device_backend(true, 4096, served).name(), "cufile");
+  EXPECT_EQ(mover(true, false, 4096, 1, served), "cufile");
+  EXPECT_EQ(mover(true, true, 4096, 1, served), "posix") << "host memory never goes to cuFile";
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
-  EXPECT_EQ(kvikio::detail::host_backend(true, large, 1).name(), "posix");
+  EXPECT_EQ(mover(true, true, large, 1, staged), "posix");
   kvikio::defaults::set_thread_pool_nthreads(threads);
 }
 

@@ -20,9 +20,8 @@
 
 #include <gtest/gtest.h>
 
-#include <kvikio/detail/io_uring_io.hpp>
-
 #include "common/temp_dir.hpp"
+#include "io/io_uring/io_uring_io.hpp"
 
 namespace {
 thread_local std::size_t allocations_on_this_thread = 0;

@@ -7,9 +7,10 @@
 
 #include <kvikio/cufile/driver.hpp>
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/local_choice.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cufile.hpp>
+
+#include "io/local_plan.hpp"
 
 namespace kvikio {
 

@@ -7,7 +7,8 @@
 #include <vector>
 
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/local_choice.hpp>
+
+#include "io/local_plan.hpp"
 
 namespace kvikio {
 namespace {

@@ -16,14 +16,13 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/in_flight.hpp>
-#include <kvikio/detail/local_backend.hpp>
-#include <kvikio/detail/local_choice.hpp>
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cufile.hpp>
 
 #include "file_state.hpp"
+#include "io/local_plan.hpp"
 #include "open_file.hpp"
 
 namespace kvikio {

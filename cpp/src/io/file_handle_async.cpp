@@ -12,8 +12,6 @@
 #include <utility>
 
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/local_backend.hpp>
-#include <kvikio/detail/local_choice.hpp>
 #include <kvikio/detail/stream_ordered.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
@@ -21,6 +19,7 @@
 #include <kvikio/utils.hpp>
 
 #include "file_state.hpp"
+#include "io/local_plan.hpp"
 
 namespace kvikio {
 
@@ -105,7 +104,7 @@ void FileHandle::async_transfer(Direction dir,
   PushAndPopContext const context{stream_ordered_context(devPtr_base, what)};
   ThreadPool* const pool = pool_for(&defaults::thread_pool());
   auto const file        = local_file(dir, pool->get_thread_count());
-  auto* const backend    = &detail::host_backend(reading, size, file.pool_threads);
+  auto* const mover      = &detail::host_mover(reading, size, file.pool_threads);
   auto* const state      = state_.get();
   detail::run_stream_ordered(
     stream,
@@ -114,9 +113,9 @@ void FileHandle::async_transfer(Direction dir,
     size,
     file_offset,
     defaults::task_size(),
-    [lease, backend, reading, state, file](void* host, std::size_t n, std::size_t offset) {
+    [lease, mover, reading, state, file](void* host, std::size_t n, std::size_t offset) {
       return detail::host_transfer(
-        *backend, reading, *state, file, static_cast<std::byte*>(host), n, offset);
+        *mover, reading, *state, file, static_cast<std::byte*>(host), n, offset);
     },
     pool->get_thread_count(),
     detail::report_stream_ordered(bytes_p, std::move(error), what));

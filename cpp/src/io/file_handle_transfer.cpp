@@ -14,8 +14,6 @@
 #include <utility>
 
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/local_backend.hpp>
-#include <kvikio/detail/local_choice.hpp>
 #include <kvikio/detail/nvtx.hpp>
 #include <kvikio/detail/worker_leftovers.hpp>
 #include <kvikio/error.hpp>
@@ -24,12 +22,15 @@
 #include <kvikio/utils.hpp>
 
 #include "file_state.hpp"
+#include "io/cufile/cufile_io.hpp"
+#include "io/local_plan.hpp"
+#include "io/staging/device_staging.hpp"
+#include "io/staging/host_split.hpp"
 
 namespace kvikio {
 namespace detail {
 
-// Host memory on the calling thread, through `backend`.
-std::size_t host_transfer(HostBackend& backend,
+std::size_t host_transfer(ByteMover& mover,
                           bool reading,
                           FileState& state,
                           LocalFile const& file,
@@ -37,17 +38,17 @@ std::size_t host_transfer(HostBackend& backend,
                           std::size_t size,
                           std::size_t file_offset)
 {
-  if (reading) { return backend.read_host(file, buf, size, file_offset); }
+  if (reading) { return host_io(mover, true, file, buf, size, file_offset); }
   return state.counted_write(
-    file.fd, file_offset, [&] { return backend.write_host(file, buf, size, file_offset); });
+    file.fd, file_offset, [&] { return host_io(mover, false, file, buf, size, file_offset); });
 }
 
 }  // namespace detail
 
 namespace {
 
-// Device memory in context `ctx` on the calling thread, through `backend`.
-std::size_t device_transfer(detail::DeviceBackend& backend,
+// Device memory in context `ctx` on the calling thread, through `mover` (nullptr: cuFile).
+std::size_t device_transfer(detail::ByteMover* mover,
                             bool reading,
                             detail::FileState& state,
                             detail::LocalFile const& file,
@@ -59,22 +60,30 @@ std::size_t device_transfer(detail::DeviceBackend& backend,
                             bool sync_default_stream)
 {
   PushAndPopContext const context{ctx};
-  // cuFile is not ordered with the legacy default stream: its work lands first. (The staged
-  // backends' copies are, on blocking streams: detail::stream_for_this_thread.)
-  if (sync_default_stream && file.cufile != nullptr) {
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
+  if (mover == nullptr) {
+    // cuFile is not ordered with the legacy default stream: its work lands first. (Staged
+    // copies are, on blocking streams: detail::stream_for_this_thread.)
+    if (sync_default_stream) {
+      KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
+    }
+    if (reading) {
+      return detail::cufile_transfer(true, file, devPtr_base, devPtr_offset, size, file_offset);
+    }
+    return state.counted_write(file.fd, file_offset, [&] {
+      return detail::cufile_transfer(false, file, devPtr_base, devPtr_offset, size, file_offset);
+    });
   }
   if (reading) {
     detail::ChunkCursor cursor{size};
-    return backend.read_device(file, devPtr_base, devPtr_offset, file_offset, cursor);
+    return detail::read_to_device(*mover, file, devPtr_base, devPtr_offset, file_offset, cursor);
   }
   return state.counted_write(file.fd, file_offset, [&] {
-    return backend.write_device(file, devPtr_base, devPtr_offset, size, file_offset);
+    return detail::write_from_device(*mover, file, devPtr_base, devPtr_offset, size, file_offset);
   });
 }
 
 // A transfer done on the calling thread: its result, or its error, in a ready future, as a pool
-// task's would be (upstream defers its small transfers to the future's get()).
+// task's would be.
 template <typename Transfer>
 std::future<std::size_t> done_here(Transfer&& transfer)
 {
@@ -85,17 +94,6 @@ std::future<std::size_t> done_here(Transfer&& transfer)
     done.set_exception(std::current_exception());
   }
   return done.get_future();
-}
-
-// Device writes (and cuFile transfers) go in one contiguous range per pool thread (a multiple of
-// task_size), so that each task's ring overlaps writing chunk i with copying chunk i+1 across
-// the whole range; with one task per chunk every task would end waiting for its only copy.
-// io_uring host transfers too: a range keeps many requests in flight.
-std::size_t device_task_size(std::size_t size, std::size_t task_size, ThreadPool const& pool)
-{
-  std::size_t const threads    = std::max<std::size_t>(pool.get_thread_count(), 1);
-  std::size_t const per_thread = (size + threads - 1) / threads;
-  return std::max(task_size, (per_thread + task_size - 1) / task_size * task_size);
 }
 
 }  // namespace
@@ -119,45 +117,14 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
     task_size > 0, "`task_size` must be positive (FileHandle got 0)", std::invalid_argument);
   ThreadPool* const pool = pool_for(thread_pool);
   if (size == 0) { return make_ready_future<std::size_t>(0); }
-  auto* const state           = state_.get();
-  std::size_t const threads   = pool->get_thread_count();
-  auto const file             = local_file(dir, threads);
-  std::size_t const alignment = file.fd_direct >= 0 ? get_page_size() : 0;
-  if (is_host_memory(buf)) {
-    auto* const bytes   = static_cast<std::byte*>(buf);
-    auto* const backend = &detail::host_backend(reading, size, threads);
-    // Small: a task hand-off would cost more than the transfer. A read of up to one task by
-    // system calls while the pool is backlogged: the task would wait behind a whole round of
-    // others, and the calling thread adds a core's worth of copying (many callers each keeping
-    // reads in flight, as a columnar reader's column chunks). Not through io_uring (its deep
-    // queue stays on the pool's threads) nor O_DIRECT (whose unaligned pieces go through a
-    // thread's scratch buffer, kept by the thread), and not writes (one pool thread keeps them
-    // in the order they were submitted).
-    if (size < gds_threshold || (reading && size <= task_size && !backend->deep_queue() &&
-                                 alignment == 0 && pool->is_backlogged())) {
-      return done_here([&] {
-        return detail::host_transfer(*backend, reading, *state, file, bytes, size, file_offset);
-      });
-    }
-    // A backend that keeps many requests in flight per thread (io_uring: kernel workers copy
-    // them) gets one range per pool thread: fewer, longer tasks go as fast with fewer threads.
-    return parallel_io(
-      [lease, backend, reading, state, file, bytes](
-        std::size_t buf_offset, std::size_t n, std::size_t offset) {
-        return detail::host_transfer(
-          *backend, reading, *state, file, bytes + buf_offset, n, offset);
-      },
-      size,
-      file_offset,
-      backend->deep_queue() ? device_task_size(size, task_size, *pool) : task_size,
-      pool,
-      alignment);
-  }
-  if (reading && file_offset + size > state->nbytes.load()) {
+  auto* const state      = state_.get();
+  auto const file        = local_file(dir, pool->get_thread_count());
+  bool const host_memory = is_host_memory(buf);
+  if (!host_memory && reading && file_offset + size > state->nbytes.load()) {
     // Past the size the handle knows: a device read that reaches the end of the file reads the
     // bytes that exist first, so that the destination holds them as a host read leaves them
-    // (the staged backends fail a chunk that reaches the end as a whole), then fails as a read
-    // that reached the end. The caller waits for those bytes here, as for any failed read.
+    // (staging fails a chunk that reaches the end as a whole), then fails as a read that reached
+    // the end. The caller waits for those bytes here, as for any failed read.
     std::size_t const now = get_file_size(file.fd);
     if (file_offset + size > now) {
       std::size_t const exist = now > file_offset ? now - file_offset : 0;
@@ -177,69 +144,79 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
       });
     }
   }
-  bool const cufile   = file.cufile != nullptr;
-  auto* const backend = &detail::device_backend(reading, size, file);
-  CUcontext ctx       = get_context_from_pointer(buf);
-  // Unlike host reads, a device read is not moved onto the caller when the pool is backlogged:
-  // its copy is ordered after the legacy default stream, and pread() would then wait for
-  // whatever the GPU runs there.
-  if (size < gds_threshold) {
+  auto const plan =
+    detail::plan_local_transfer(reading, host_memory, size, task_size, gds_threshold, *pool, file);
+  detail::ByteMover* const mover = plan.mover;
+  if (host_memory) {
+    auto* const bytes = static_cast<std::byte*>(buf);
+    if (plan.strategy == detail::LocalStrategy::on_caller) {
+      return done_here([&] {
+        return detail::host_transfer(*mover, reading, *state, file, bytes, size, file_offset);
+      });
+    }
+    return parallel_io(
+      [lease, mover, reading, state, file, bytes](
+        std::size_t buf_offset, std::size_t n, std::size_t offset) {
+        return detail::host_transfer(*mover, reading, *state, file, bytes + buf_offset, n, offset);
+      },
+      size,
+      file_offset,
+      plan.task_size,
+      pool,
+      plan.alignment);
+  }
+  CUcontext ctx = get_context_from_pointer(buf);
+  if (plan.strategy == detail::LocalStrategy::on_caller) {
     return done_here([&] {
       return device_transfer(
-        *backend, reading, *state, file, ctx, buf, size, file_offset, 0, sync_default_stream);
+        mover, reading, *state, file, ctx, buf, size, file_offset, 0, sync_default_stream);
     });
   }
-  if (sync_default_stream && cufile) {  // once per call, not per task
-    PushAndPopContext const context{ctx};
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
-  }
-  // cuFile reads and writes the allocation it registered, at an offset into it; the staged
-  // backends need only the pointer (asking the driver for the allocation costs three calls).
-  auto [base, base_size, base_offset] =
-    cufile ? get_alloc_info(buf, &ctx) : std::tuple<void*, std::size_t, std::size_t>{buf, size, 0};
-  (void)base_size;
-  if (reading && !cufile && size <= backend->overlapped_read_limit()) {
-    // One slot's worth (a column chunk, a page): its worker reads it into a slot of its own
-    // ring, starts the copy (or holds it to go with the reads that come while copies run) and
-    // goes on to the next task; the future is ready once the bytes are in device memory.
+  if (plan.strategy == detail::LocalStrategy::overlapped) {
     auto done   = std::make_shared<std::promise<std::size_t>>();
     auto future = done->get_future();
     detail::detach_overlapping_job(
-      *pool, [lease, backend, file, ctx, buf, size, file_offset, done]() noexcept {
+      *pool, [lease, mover, file, ctx, buf, size, file_offset, done]() noexcept {
         try {
           PushAndPopContext const context{ctx};
-          backend->read_device_overlapped(file, buf, size, file_offset, std::move(*done));
+          detail::read_overlapped(*mover, file, buf, size, file_offset, std::move(*done));
         } catch (...) {  // the context could not be made current: nothing was moved yet
           done->set_exception(std::current_exception());
         }
       });
     return future;
   }
-  if (reading && backend->shares_chunks()) {
-    // Each pool thread takes the next chunk (a slot of its ring) when it is ready for one: its
-    // ring overlaps reading with copying, and no thread holds a fixed share of the file, so one
-    // that falls behind delays only its own chunk.
-    auto cursor               = std::make_shared<detail::ChunkCursor>(size);
-    std::size_t const workers = std::min<std::size_t>(threads, (size + task_size - 1) / task_size);
+  if (plan.strategy == detail::LocalStrategy::shared_chunks) {
+    auto cursor = std::make_shared<detail::ChunkCursor>(size);
     return detail::parallel_workers(
-      [lease, backend, file, ctx, base = base, base_offset = base_offset, file_offset, cursor] {
+      [lease, mover, file, ctx, buf, file_offset, cursor] {
         PushAndPopContext const context{ctx};
-        return backend->read_device(file, base, base_offset, file_offset, *cursor);
+        return detail::read_to_device(*mover, file, buf, 0, file_offset, *cursor);
       },
-      workers,
+      plan.workers,
       pool);
   }
+  if (sync_default_stream && mover == nullptr) {  // once per call, not per task
+    PushAndPopContext const context{ctx};
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(nullptr));
+  }
+  // cuFile reads and writes the allocation it registered, at an offset into it; staging needs
+  // only the pointer (asking the driver for the allocation costs three calls).
+  auto [base, base_size, base_offset] =
+    mover == nullptr ? get_alloc_info(buf, &ctx)
+                     : std::tuple<void*, std::size_t, std::size_t>{buf, size, 0};
+  (void)base_size;
   return parallel_io(
-    [lease, backend, reading, state, file, ctx, base = base, base_offset = base_offset](
+    [lease, mover, reading, state, file, ctx, base = base, base_offset = base_offset](
       std::size_t buf_offset, std::size_t n, std::size_t offset) {
       return device_transfer(
-        *backend, reading, *state, file, ctx, base, n, offset, base_offset + buf_offset, false);
+        mover, reading, *state, file, ctx, base, n, offset, base_offset + buf_offset, false);
     },
     size,
     file_offset,
-    device_task_size(size, task_size, *pool),
+    plan.task_size,
     pool,
-    cufile ? 0 : alignment);
+    plan.alignment);
 }
 
 std::size_t FileHandle::sync_transfer(Direction dir,
@@ -256,16 +233,17 @@ std::size_t FileHandle::sync_transfer(Direction dir,
   check_allowed(dir);
   if (size == 0) { return 0; }
   auto const file = local_file(dir, defaults::thread_pool_nthreads());
-  return device_transfer(detail::device_backend(reading, size, file),
-                         reading,
-                         *state_,
-                         file,
-                         get_context_from_pointer(devPtr_base),
-                         devPtr_base,
-                         size,
-                         file_offset,
-                         devPtr_offset,
-                         sync_default_stream);
+  return device_transfer(
+    file.cufile != nullptr ? nullptr : &detail::host_mover(reading, size, file.pool_threads),
+    reading,
+    *state_,
+    file,
+    get_context_from_pointer(devPtr_base),
+    devPtr_base,
+    size,
+    file_offset,
+    devPtr_offset,
+    sync_default_stream);
 }
 
 std::size_t FileHandle::read(void* devPtr_base,

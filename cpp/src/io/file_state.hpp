@@ -9,7 +9,7 @@
 #include <cstddef>
 
 #include <kvikio/detail/in_flight.hpp>
-#include <kvikio/detail/local_backend.hpp>
+#include "io/mover/mover.hpp"
 
 namespace kvikio::detail {
 
@@ -42,8 +42,8 @@ struct FileState {
   }
 };
 
-// Host memory on the calling thread, through `backend`.
-std::size_t host_transfer(HostBackend& backend,
+// Host memory on the calling thread, through `mover` (a write grows the size `state` knows).
+std::size_t host_transfer(ByteMover& mover,
                           bool reading,
                           FileState& state,
                           LocalFile const& file,

@@ -5,21 +5,29 @@
 
 /**
  * @file detail/posix_io.hpp
- * @brief The POSIX backend: the staged algorithms (StagedBackend) over `pread`/`pwrite` calls,
- * retried on EINTR and short transfers.
+ * @brief Upstream's host-memory transfer with opportunistic O_DIRECT (posix_host_io), over the
+ * library's one O_DIRECT split of host transfers.
  */
 
 #include <sys/types.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
 
-#include <kvikio/detail/local_backend.hpp>
+#include <kvikio/bounce_buffer.hpp>
+#include <kvikio/detail/nvtx.hpp>
+#include <kvikio/detail/utils.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/shim/cuda.hpp>
+#include <kvikio/utils.hpp>
 
 namespace kvikio::detail {
-
-/// @brief The POSIX backend, for host and device memory (one object for the process).
-StagedBackend& posix_backend() noexcept;
 
 /// @brief Upstream's direction of a posix_host_io() transfer.
 enum class IOOperationType : std::uint8_t {

@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <kvikio/detail/cufile_io.hpp>
+#include "io/cufile/cufile_io.hpp"
 
 #include <sys/types.h>
 
@@ -9,7 +9,6 @@
 #include <string>
 
 #include <kvikio/detail/nvtx.hpp>
-#include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cufile.hpp>
 
@@ -32,53 +31,26 @@ std::size_t cufile_bytes(ssize_t ret, std::size_t size, std::size_t file_offset,
   return static_cast<std::size_t>(ret);
 }
 
-// cuFile takes the whole of what it is given in one request: with GPUDirect Storage the DMA
-// needs no staging to overlap, so the threads of a parallel read each get one range.
-class CuFileBackend final : public DeviceBackend {
- public:
-  [[nodiscard]] std::string_view name() const noexcept override { return "cufile"; }
-  [[nodiscard]] bool shares_chunks() const noexcept override { return false; }
-
-  std::size_t read_device(LocalFile const& file,
-                          void* base,
-                          std::size_t base_offset,
-                          std::size_t file_offset,
-                          ChunkCursor& cursor) override
-  {
-    KVIKIO_NVTX_FUNC_RANGE();
-    std::size_t moved = 0;
-    while (auto const chunk = cursor.take(cursor.size())) {
-      std::size_t const at = file_offset + chunk->first;
-      ssize_t const ret =
-        cuFileAPI::instance().Read(file.cufile,
-                                   base,
-                                   chunk->length,
-                                   static_cast<off_t>(at),
-                                   static_cast<off_t>(base_offset + chunk->first));
-      moved += cufile_bytes(ret, chunk->length, at, "cuFileRead");
-    }
-    return moved;
-  }
-
-  std::size_t write_device(LocalFile const& file,
-                           void const* base,
-                           std::size_t base_offset,
-                           std::size_t size,
-                           std::size_t file_offset) override
-  {
-    KVIKIO_NVTX_FUNC_RANGE();
-    ssize_t const ret = cuFileAPI::instance().Write(
-      file.cufile, base, size, static_cast<off_t>(file_offset), static_cast<off_t>(base_offset));
-    return cufile_bytes(ret, size, file_offset, "cuFileWrite");
-  }
-};
-
 }  // namespace
 
-DeviceBackend& cufile_backend() noexcept
+std::size_t cufile_transfer(bool read,
+                            LocalFile const& file,
+                            void* base,
+                            std::size_t base_offset,
+                            std::size_t size,
+                            std::size_t file_offset)
 {
-  static detail::BuiltOnce<CuFileBackend> backend;  // never destroyed: used until exit
-  return backend.get([] { return new CuFileBackend(); });
+  KVIKIO_NVTX_FUNC_RANGE();
+  if (size == 0) { return 0; }
+  auto& api = cuFileAPI::instance();
+  if (read) {
+    ssize_t const ret = api.Read(
+      file.cufile, base, size, static_cast<off_t>(file_offset), static_cast<off_t>(base_offset));
+    return cufile_bytes(ret, size, file_offset, "cuFileRead");
+  }
+  ssize_t const ret = api.Write(
+    file.cufile, base, size, static_cast<off_t>(file_offset), static_cast<off_t>(base_offset));
+  return cufile_bytes(ret, size, file_offset, "cuFileWrite");
 }
 
 }  // namespace kvikio::detail

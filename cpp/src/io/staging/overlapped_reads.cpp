@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <kvikio/detail/local_backend.hpp>
+#include "io/staging/device_staging.hpp"
 
 #include <exception>
 #include <optional>
@@ -18,10 +18,14 @@
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
 
+#include "io/staging/host_split.hpp"
+
 namespace kvikio::detail {
+namespace {
+
 // Reads packed into one slot whose copies start together, in one call into the driver: the
-// driver issues single copies at about 4 us each, whatever the threads (255k copies of 64 KiB a
-// second on an H100), and batches of 8 at 2.4x that rate (docs/benchmarks.md).
+// driver issues single copies one at a time, at a fixed cost each whatever the threads, and a
+// batch of them at a fraction of that cost per copy.
 constexpr std::size_t max_reads_per_slot = 8;
 
 /**
@@ -45,7 +49,7 @@ class OverlappedReads final : public WorkerLeftovers {
   }
 
   // Reads into the open slot; `done` is moved in only once nothing can throw.
-  void read(StagedBackend& backend,
+  void read(ByteMover& mover,
             LocalFile const& file,
             CUdeviceptr dst,
             std::size_t size,
@@ -83,7 +87,7 @@ class OverlappedReads final : public WorkerLeftovers {
       open_.reserved = true;
     }
     auto* const into = static_cast<std::byte*>(ring_->data(open_.slot)) + open_.end;
-    backend.host_io(true, file, into, size, file_offset);
+    host_io(mover, true, file, into, size, file_offset);
     open_.pieces.push_back({dst, open_.end, size});
     open_.reads.push_back(Pending{size, std::move(done)});
     std::size_t const page = get_page_size();
@@ -242,43 +246,25 @@ class OverlappedReads final : public WorkerLeftovers {
   std::vector<Batch> in_flight_;  // oldest first; at most one per slot (room reserved)
 };
 
-std::size_t StagedBackend::overlapped_read_limit() const
-{
-  auto const shape = staging_ring_shape();
-  return BounceBufferRing<>::slot_size_for(
-    detail::staging_buffer_size(), shape.slots, shape.max_slot);
-}
+}  // namespace
 
-void StagedBackend::read_device_overlapped(LocalFile const& file,
-                                           void* dst,
-                                           std::size_t size,
-                                           std::size_t file_offset,
-                                           std::promise<std::size_t> done) noexcept
+void read_overlapped(ByteMover& mover,
+                     LocalFile const& file,
+                     void* dst,
+                     std::size_t size,
+                     std::size_t file_offset,
+                     std::promise<std::size_t> done) noexcept
 {
   KVIKIO_NVTX_FUNC_RANGE();
   try {
     auto* const reads =
       size > 0 && size <= overlapped_read_limit() ? OverlappedReads::for_this_worker() : nullptr;
     if (reads != nullptr) {
-      reads->read(*this, file, convert_void2deviceptr(dst), size, file_offset, done);
+      reads->read(mover, file, convert_void2deviceptr(dst), size, file_offset, done);
       return;
     }
     ChunkCursor cursor{size};
-    done.set_value(read_device(file, dst, 0, file_offset, cursor));
-  } catch (...) {
-    done.set_exception(std::current_exception());
-  }
-}
-
-void DeviceBackend::read_device_overlapped(LocalFile const& file,
-                                           void* dst,
-                                           std::size_t size,
-                                           std::size_t file_offset,
-                                           std::promise<std::size_t> done) noexcept
-{
-  try {
-    ChunkCursor cursor{size};
-    done.set_value(read_device(file, dst, 0, file_offset, cursor));
+    done.set_value(read_to_device(mover, file, dst, 0, file_offset, cursor));
   } catch (...) {
     done.set_exception(std::current_exception());
   }

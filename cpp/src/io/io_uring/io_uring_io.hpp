@@ -14,7 +14,7 @@
 
 #include <cuda.h>
 
-#include <kvikio/detail/local_backend.hpp>
+#include "io/mover/mover.hpp"
 
 namespace kvikio::detail {
 
@@ -36,12 +36,11 @@ namespace kvikio::detail {
 [[nodiscard]] bool io_uring_available() noexcept;
 
 /**
- * @brief The io_uring backend: the staged algorithms over this thread's ring
- * (io_uring_transfer_all), device reads of page-cache descriptors staged by
- * io_uring_read_to_device(); a thread whose ring is refused moves its bytes by system calls. One
- * object for the process.
+ * @brief The io_uring mover: this thread's ring (io_uring_transfer_all), device reads of
+ * page-cache descriptors staged by io_uring_read_to_device(); a thread whose ring is refused
+ * moves its bytes by system calls. One object for the process.
  */
-StagedBackend& io_uring_backend() noexcept;
+ByteMover& io_uring_mover() noexcept;
 
 /**
  * @brief For tests: makes the probe and the rings of threads that have none yet fail with

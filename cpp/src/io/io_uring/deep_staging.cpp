@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <kvikio/detail/io_uring_io.hpp>
+#include "io/io_uring/io_uring_io.hpp"
 
 #include <algorithm>
 #include <cstddef>

@@ -1,0 +1,143 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include "io/local_plan.hpp"
+
+#include <algorithm>
+#include <string>
+#include <thread>
+
+#include <kvikio/shim/cufile.hpp>
+#include <kvikio/utils.hpp>
+
+#include "io/io_uring/io_uring_io.hpp"
+#include "io/staging/device_staging.hpp"
+
+namespace kvikio::detail {
+namespace {
+
+unsigned int machine_cores() noexcept { return std::max(1U, std::thread::hardware_concurrency()); }
+
+// One range per pool thread, a multiple of `task_size`: a device write's ring overlaps writing
+// chunk i with copying chunk i+1 across the whole range (with one task per chunk every task would
+// end waiting for its only copy), cuFile takes each range in one request, and io_uring keeps many
+// requests of a range in flight.
+std::size_t range_per_thread(std::size_t size, std::size_t task_size, std::size_t threads)
+{
+  threads                      = std::max<std::size_t>(threads, 1);
+  std::size_t const per_thread = (size + threads - 1) / threads;
+  return std::max(task_size, (per_thread + task_size - 1) / task_size * task_size);
+}
+
+}  // namespace
+
+bool io_uring_selected(bool reading, std::size_t size, std::size_t pool_threads)
+{
+  switch (defaults::local_io_backend()) {
+    case LocalIOBackend::IO_URING: return io_uring_available();
+    case LocalIOBackend::AUTO: {
+      // io_uring's kernel workers copy on cores of their own: with more pool threads than half
+      // the cores, POSIX reads as fast into host memory and faster into device memory.
+      static std::size_t const cores = machine_cores();
+      return reading && size > io_uring_piece_size() && pool_threads * 2 <= cores &&
+             io_uring_available();
+    }
+    default: return false;
+  }
+}
+
+std::string gds_unavailable_reason()
+{
+  if (is_gds_available()) { return {}; }
+  if (!is_cufile_library_available()) { return cufile_unavailable_reason(); }
+  if (!is_nvidia_fs_loaded()) {
+    return "GPUDirect Storage is not available (nvidia-fs is not loaded), so cuFile would only "
+           "run its own POSIX fallback";
+  }
+  // The driver was opened to ask.
+  return is_cufile_usable()
+           ? "GPUDirect Storage is not available (cuFile's driver reports no nvidia-fs)"
+           : cufile_unusable_reason();
+}
+
+LocalBackendChoice local_backend_choice(std::size_t pool_threads)
+{
+  auto const setting      = defaults::local_io_backend();
+  std::string const piece = std::to_string(io_uring_piece_size() >> 10) + " KiB";
+  if (setting == LocalIOBackend::POSIX) { return {"posix", "KVIKIO_LOCAL_IO_BACKEND=posix"}; }
+  if (!io_uring_available()) {
+    return {"posix",
+            std::string{"io_uring cannot be set up in this process (KVIKIO_LOCAL_IO_BACKEND="} +
+              local_io_backend_name(setting) + ")"};
+  }
+  if (setting == LocalIOBackend::IO_URING) {
+    return {"io_uring", "KVIKIO_LOCAL_IO_BACKEND=io_uring"};
+  }
+  std::string const pool = "a pool of " + std::to_string(pool_threads) +
+                           (pool_threads == 1 ? " thread on " : " threads on ") +
+                           std::to_string(machine_cores()) + " cores";
+  if (io_uring_selected(true, io_uring_piece_size() + 1, pool_threads)) {
+    return {"io_uring",
+            "KVIKIO_LOCAL_IO_BACKEND=auto: reads of more than " + piece + " with " + pool +
+              " (at most half); writes and smaller reads through posix"};
+  }
+  return {"posix",
+          "KVIKIO_LOCAL_IO_BACKEND=auto: " + pool +
+            " (io_uring's kernel workers need cores of their own: it serves pools of at most "
+            "half the cores)"};
+}
+
+ByteMover& host_mover(bool reading, std::size_t size, std::size_t pool_threads)
+{
+  return io_uring_selected(reading, size, pool_threads) ? io_uring_mover() : posix_mover();
+}
+
+LocalPlan plan_local_transfer(bool reading,
+                              bool host_memory,
+                              std::size_t size,
+                              std::size_t task_size,
+                              std::size_t gds_threshold,
+                              ThreadPool const& pool,
+                              LocalFile const& file)
+{
+  std::size_t const threads   = pool.get_thread_count();
+  std::size_t const alignment = file.fd_direct >= 0 ? get_page_size() : 0;
+  bool const cufile           = !host_memory && file.cufile != nullptr;
+  LocalPlan plan;
+  plan.mover            = cufile ? nullptr : &host_mover(reading, size, threads);
+  bool const deep_queue = plan.mover == &io_uring_mover();
+  if (size < gds_threshold) { return plan; }  // a task hand-off would cost more than the bytes
+  if (host_memory) {
+    // A read of one task by system calls while the pool is backlogged: the task would wait
+    // behind a whole round of others, and the calling thread adds a core's worth of copying
+    // (many callers each keeping reads in flight, as a columnar reader's column chunks).
+    if (reading && size <= task_size && !deep_queue && alignment == 0 && pool.is_backlogged()) {
+      return plan;
+    }
+    plan.strategy  = LocalStrategy::ranges;
+    plan.task_size = deep_queue ? range_per_thread(size, task_size, threads) : task_size;
+    plan.alignment = alignment;
+    return plan;
+  }
+  // A device read is not moved onto the caller when the pool is backlogged: its copy is ordered
+  // after the legacy default stream, and pread() would then wait for whatever the GPU runs there.
+  if (reading && !cufile) {
+    // One slot's worth (a column chunk, a page): its worker reads it into a slot of its own
+    // ring, starts the copy (or holds it to go with the reads that come while copies run) and
+    // goes on to the next task. Larger: each pool thread takes the next chunk (a slot of its
+    // ring) when it is ready for one, so one that falls behind delays only its own chunk.
+    if (size <= overlapped_read_limit()) {
+      plan.strategy = LocalStrategy::overlapped;
+    } else {
+      plan.strategy = LocalStrategy::shared_chunks;
+      plan.workers  = std::min<std::size_t>(threads, (size + task_size - 1) / task_size);
+    }
+    return plan;
+  }
+  plan.strategy  = LocalStrategy::ranges;
+  plan.task_size = range_per_thread(size, task_size, threads);
+  plan.alignment = cufile ? 0 : alignment;
+  return plan;
+}
+
+}  // namespace kvikio::detail
