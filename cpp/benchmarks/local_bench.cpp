@@ -26,7 +26,7 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/stream_ordered.hpp>
+#include "parallel/stream_ordered.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
 #include <kvikio/stream.hpp>

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include <kvikio/detail/http_headers.hpp>
+#include "remote/http_headers.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include <kvikio/detail/ipc.hpp>
+#include "ipc/ipc_internals.hpp"
 #include <kvikio/ipc.hpp>
 
 namespace {

@@ -18,7 +18,7 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/stream_cache.hpp>
+#include "cuda/stream_cache.hpp"
 #include <kvikio/event.hpp>
 #include <kvikio/file_handle.hpp>
 

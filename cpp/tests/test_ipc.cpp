@@ -30,7 +30,7 @@
 #include <gtest/gtest.h>
 
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/ipc.hpp>
+#include "ipc/ipc_internals.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/ipc.hpp>
 #include <kvikio/utils.hpp>

@@ -28,7 +28,7 @@
 #include <gtest/gtest.h>
 
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/stream_cache.hpp>
+#include "cuda/stream_cache.hpp"
 #include <kvikio/event.hpp>
 #include <kvikio/file_handle.hpp>
 #include <kvikio/ipc.hpp>

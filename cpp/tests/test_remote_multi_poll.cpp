@@ -29,7 +29,7 @@
 #include "common/device.hpp"
 #include "common/nginx.hpp"
 #include "common/test_servers.hpp"
-#include <kvikio/detail/multi_poll.hpp>
+#include "remote/multi_poll.hpp"
 
 using kvikio::RemoteBackendType;
 using kvikio::RemoteEndpointType;

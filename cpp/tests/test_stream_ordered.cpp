@@ -28,8 +28,8 @@
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
-#include <kvikio/detail/stream_ordered.hpp>
-#include <kvikio/detail/stream_workers.hpp>
+#include "parallel/stream_ordered.hpp"
+#include "parallel/stream_workers.hpp"
 #include <kvikio/file_handle.hpp>
 #include <kvikio/utils.hpp>
 

@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <kvikio/detail/in_flight.hpp>
+#include "core/in_flight.hpp"
 
 namespace kvikio::detail {
 

@@ -16,7 +16,7 @@
 
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/utils.hpp>
-#include <kvikio/detail/worker_leftovers.hpp>
+#include "core/worker_leftovers.hpp"
 
 namespace kvikio {
 namespace {

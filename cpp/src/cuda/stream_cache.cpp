@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <kvikio/detail/stream_cache.hpp>
+#include "cuda/stream_cache.hpp"
 
 #include <map>
 #include <mutex>

@@ -15,7 +15,7 @@
 #include <utility>
 
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/in_flight.hpp>
+#include "core/in_flight.hpp"
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>

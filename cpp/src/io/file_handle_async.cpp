@@ -12,7 +12,7 @@
 #include <utility>
 
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/stream_ordered.hpp>
+#include "parallel/stream_ordered.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/shim/cufile.hpp>

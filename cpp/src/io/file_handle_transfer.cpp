@@ -15,7 +15,7 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/nvtx.hpp>
-#include <kvikio/detail/worker_leftovers.hpp>
+#include "core/worker_leftovers.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/parallel_operation.hpp>
 #include <kvikio/shim/cuda.hpp>

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <cstddef>
 
-#include <kvikio/detail/in_flight.hpp>
+#include "core/in_flight.hpp"
 #include "io/mover/mover.hpp"
 
 namespace kvikio::detail {

@@ -18,10 +18,10 @@
 #include <utility>
 
 #include <kvikio/bounce_buffer.hpp>
-#include <kvikio/detail/in_flight.hpp>
+#include "core/in_flight.hpp"
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/nvtx.hpp>
-#include <kvikio/detail/stream_cache.hpp>
+#include "cuda/stream_cache.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/file_utils.hpp>
 #include <kvikio/parallel_operation.hpp>

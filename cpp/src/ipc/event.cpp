@@ -5,7 +5,7 @@
  */
 #include <kvikio/ipc.hpp>
 
-#include <kvikio/detail/ipc.hpp>
+#include "ipc/ipc_internals.hpp"
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>

@@ -15,7 +15,7 @@
 #include <utility>
 
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/ipc.hpp>
+#include "ipc/ipc_internals.hpp"
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>

@@ -17,7 +17,7 @@
 #include <string>
 #include <type_traits>
 
-#include <kvikio/detail/ipc.hpp>
+#include "ipc/ipc_internals.hpp"
 #include <kvikio/error.hpp>
 
 namespace kvikio::ipc {

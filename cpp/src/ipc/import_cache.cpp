@@ -19,7 +19,7 @@
 #include <vector>
 
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/ipc.hpp>
+#include "ipc/ipc_internals.hpp"
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>

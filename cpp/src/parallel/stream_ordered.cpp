@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <kvikio/detail/stream_ordered.hpp>
+#include "parallel/stream_ordered.hpp"
 
 #include <algorithm>
 #include <array>
@@ -15,7 +15,7 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
-#include <kvikio/detail/stream_workers.hpp>
+#include "parallel/stream_workers.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>

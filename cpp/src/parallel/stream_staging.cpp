@@ -13,7 +13,7 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/detail/logger.hpp>
-#include <kvikio/detail/stream_ordered.hpp>
+#include "parallel/stream_ordered.hpp"
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>

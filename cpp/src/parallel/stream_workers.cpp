@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <kvikio/detail/stream_workers.hpp>
+#include "parallel/stream_workers.hpp"
 
 #include <pthread.h>
 

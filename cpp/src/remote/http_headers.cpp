@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <kvikio/detail/http_headers.hpp>
+#include "remote/http_headers.hpp"
 
 #include <cctype>
 #include <charconv>

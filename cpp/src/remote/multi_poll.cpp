@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <kvikio/detail/multi_poll.hpp>
+#include "remote/multi_poll.hpp"
 
 #include <pthread.h>
 

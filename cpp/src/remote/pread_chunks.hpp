@@ -17,8 +17,8 @@
 #include <vector>
 
 #include <kvikio/detail/curl.hpp>
-#include <kvikio/detail/in_flight.hpp>
-#include <kvikio/detail/multi_poll.hpp>
+#include "core/in_flight.hpp"
+#include "remote/multi_poll.hpp"
 
 #include "range_request.hpp"
 #include "sink.hpp"

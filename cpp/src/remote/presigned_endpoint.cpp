@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include <kvikio/detail/http_headers.hpp>
+#include "remote/http_headers.hpp"
 #include <kvikio/detail/url.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/remote_handle.hpp>

@@ -9,7 +9,7 @@
 #include <string>
 
 #include <kvikio/detail/curl.hpp>
-#include <kvikio/detail/in_flight.hpp>
+#include "core/in_flight.hpp"
 #include <kvikio/remote_handle.hpp>
 
 #include "retry_rule.hpp"

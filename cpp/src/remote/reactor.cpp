@@ -18,9 +18,9 @@
 #include <curl/curl.h>
 
 #include <kvikio/detail/curl.hpp>
-#include <kvikio/detail/in_flight.hpp>
+#include "core/in_flight.hpp"
 #include <kvikio/detail/logger.hpp>
-#include <kvikio/detail/multi_poll.hpp>
+#include "remote/multi_poll.hpp"
 
 #include "pread_chunks.hpp"
 #include "range_request.hpp"

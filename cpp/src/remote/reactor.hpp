@@ -16,7 +16,7 @@
 
 #include <curl/curl.h>
 
-#include <kvikio/detail/multi_poll.hpp>
+#include "remote/multi_poll.hpp"
 
 #include "pread_chunks.hpp"
 #include "sink.hpp"

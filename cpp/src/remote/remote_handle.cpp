@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include <kvikio/detail/in_flight.hpp>
+#include "core/in_flight.hpp"
 #include <kvikio/detail/nvtx.hpp>
 #include <kvikio/detail/url.hpp>
 #include <kvikio/error.hpp>
@@ -19,8 +19,8 @@
 #include <kvikio/parallel_operation.hpp>
 #include <kvikio/utils.hpp>
 
-#include <kvikio/detail/multi_poll.hpp>
-#include <kvikio/detail/stream_ordered.hpp>
+#include "remote/multi_poll.hpp"
+#include "parallel/stream_ordered.hpp"
 #include "range_request.hpp"
 #include "sink.hpp"
 

@@ -3,7 +3,7 @@
  */
 #include "sink.hpp"
 
-#include <kvikio/detail/http_headers.hpp>
+#include "remote/http_headers.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -14,7 +14,7 @@
 #include <curl/curl.h>
 
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/stream_cache.hpp>
+#include "cuda/stream_cache.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>

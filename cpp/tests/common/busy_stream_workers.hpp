@@ -10,7 +10,7 @@
 #include <optional>
 #include <thread>
 
-#include <kvikio/detail/stream_workers.hpp>
+#include "parallel/stream_workers.hpp"
 
 namespace kvikio::test {
 

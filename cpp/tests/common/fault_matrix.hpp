@@ -35,7 +35,7 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/stream_workers.hpp>
+#include "parallel/stream_workers.hpp"
 #include <kvikio/event.hpp>
 
 #include "device.hpp"

@@ -12,8 +12,8 @@
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/nvtx.hpp>
-#include <kvikio/detail/stream_cache.hpp>
-#include <kvikio/detail/worker_leftovers.hpp>
+#include "cuda/stream_cache.hpp"
+#include "core/worker_leftovers.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>

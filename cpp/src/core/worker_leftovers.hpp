@@ -4,7 +4,7 @@
 #pragma once
 
 /**
- * @file detail/worker_leftovers.hpp
+ * @file core/worker_leftovers.hpp
  * @brief Work a thread pool task leaves on its worker thread when it returns, which that worker
  * finishes later.
  */

@@ -4,7 +4,7 @@
 #pragma once
 
 /**
- * @file ipc.hpp
+ * @file ipc/ipc_internals.hpp
  * @brief Internals of the IPC handle caches that several of its files (and tests) share.
  */
 
