@@ -85,21 +85,6 @@ void cuFileAPI::driver_open()
 
 void cuFileAPI::driver_close() { KVIKIO_CUFILE_TRY(DriverClose()); }
 
-std::string const& config_path()
-{
-  // The file cuFile reads: CUFILE_ENV_PATH_JSON's, else its default; "" if neither exists.
-  static std::string const path = [] {
-    char const* env = std::getenv("CUFILE_ENV_PATH_JSON");
-    for (char const* candidate : {env, "/etc/cufile.json"}) {
-      if (candidate != nullptr && *candidate != '\0' && ::access(candidate, F_OK) == 0) {
-        return std::string{candidate};
-      }
-    }
-    return std::string{};
-  }();
-  return path;
-}
-
 DriverInitializer::DriverInitializer()
 {
   KVIKIO_EXPECT(is_cufile_library_available(),
