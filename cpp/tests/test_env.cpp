@@ -102,13 +102,13 @@ std::vector<Row> const rows{
    "t"},
   {"KVIKIO_LOCAL_IO_BACKEND", FIELD(local_io_backend), "auto", "Posix", "posix", "aio"},
   {"KVIKIO_REMOTE_BACKEND",
-   FIELD(remote_backend),
+   FIELD(remote_io_backend),
    "LIBCURL_EASY",
    "libcurl_multi_poll",
    "LIBCURL_MULTI_POLL",
    "curl"},
   {"KVIKIO_REMOTE_IO_BACKEND",
-   FIELD(remote_backend),
+   FIELD(remote_io_backend),
    "LIBCURL_EASY",
    "MULTI_POLL",
    "LIBCURL_MULTI_POLL",
@@ -212,7 +212,7 @@ TEST(SettingAliases, RemoteBackendSpellingsMustAgree)
   {
     EnvGuard const env{{"KVIKIO_REMOTE_BACKEND", "LIBCURL_MULTI_POLL"},
                        {"KVIKIO_REMOTE_IO_BACKEND", "MULTI_POLL"}};
-    EXPECT_EQ(Settings::from_environment().remote_backend,
+    EXPECT_EQ(Settings::from_environment().remote_io_backend,
               kvikio::RemoteBackendType::LIBCURL_MULTI_POLL);
   }
   EnvGuard const env{{"KVIKIO_REMOTE_BACKEND", "LIBCURL_EASY"},

@@ -28,6 +28,7 @@
 
 #include <kvikio/compat_mode.hpp>
 #include <kvikio/detail/env.hpp>
+#include <kvikio/detail/settings.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/http_status_codes.hpp>
 #include <kvikio/shim/cufile.hpp>
@@ -70,44 +71,6 @@ enum class RemoteReactorDispatch : uint8_t {
 };
 
 namespace detail {
-/// @brief The values an integer setting accepts, from its variable and from its setter alike.
-struct Bounds {
-  std::uint64_t min;  ///< the least value
-  std::uint64_t max;  ///< the greatest value
-};
-
-/// @brief The bounds of each integer setting (docs/settings.md states them; test_env holds the
-/// page to these).
-namespace bounds {
-/// @brief No greatest value but the type's.
-inline constexpr std::uint64_t unbounded = ~std::uint64_t{0};
-/// @brief `KVIKIO_NTHREADS`, defaults::set_thread_pool_nthreads().
-inline constexpr Bounds thread_pool_nthreads{1, 4096};
-/// @brief `KVIKIO_TASK_SIZE`, defaults::set_task_size().
-inline constexpr Bounds task_size{1, unbounded};
-/// @brief `KVIKIO_GDS_THRESHOLD`, defaults::set_gds_threshold().
-inline constexpr Bounds gds_threshold{0, unbounded};
-/// @brief `KVIKIO_BOUNCE_BUFFER_SIZE`, defaults::set_bounce_buffer_size().
-inline constexpr Bounds bounce_buffer_size{1, unbounded};
-/// @brief `KVIKIO_NUM_BOUNCE_BUFFERS`, defaults::set_num_bounce_buffers().
-inline constexpr Bounds num_bounce_buffers{1, 1024};
-/// @brief `KVIKIO_HTTP_MAX_ATTEMPTS`, defaults::set_http_max_attempts().
-inline constexpr Bounds http_max_attempts{1, unbounded};
-/// @brief `KVIKIO_HTTP_TIMEOUT`, defaults::set_http_timeout(): seconds, a `long`.
-inline constexpr Bounds http_timeout{1, ~std::uint64_t{0} >> 1};
-/// @brief `KVIKIO_REMOTE_MAX_CONNECTIONS`, defaults::set_remote_max_connections().
-inline constexpr Bounds remote_max_connections{1, unbounded};
-/// @brief `KVIKIO_REMOTE_IO_NUM_REACTORS`, defaults::set_remote_io_num_reactors().
-inline constexpr Bounds remote_io_num_reactors{1, 1024};
-/// @brief `KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS`, its setter.
-inline constexpr Bounds remote_io_max_concurrent_requests{0, unbounded};
-/// @brief `KVIKIO_EVENT_POOL_MAX_PER_CONTEXT`, its setter.
-inline constexpr Bounds event_pool_max_per_context{0, unbounded};
-/// @brief `KVIKIO_IPC_EXPORT_CACHE_SIZE`, its setter.
-inline constexpr Bounds ipc_export_cache_size{0, unbounded};
-/// @brief `KVIKIO_IPC_OPEN_CACHE_SIZE`, its setter.
-inline constexpr Bounds ipc_open_cache_size{0, unbounded};
-}  // namespace bounds
 
 /// @brief The least bounce buffer the library stages through. A smaller bounce_buffer_size() is
 /// accepted (and reported back) as set, but staging uses this much: 1-byte buffers would cut a
@@ -125,50 +88,10 @@ inline constexpr std::size_t least_staging_size = 1 << 10;
  * directly to check parsing without touching the process-wide settings.
  */
 struct Settings {
-  /// @brief See defaults::compat_mode().
-  CompatMode compat_mode{CompatMode::AUTO};
-  /// @brief Initial size of the global pool; see defaults::thread_pool_nthreads().
-  unsigned int thread_pool_nthreads{1};
-  /// @brief See defaults::task_size(), in bytes.
-  std::size_t task_size{4UL << 20};
-  /// @brief See defaults::gds_threshold(), in bytes.
-  std::size_t gds_threshold{16UL << 10};
-  /// @brief See defaults::bounce_buffer_size(), in bytes.
-  std::size_t bounce_buffer_size{16UL << 20};
-  /// @brief See defaults::num_bounce_buffers().
-  std::size_t num_bounce_buffers{4};
-  /// @brief See defaults::http_max_attempts().
-  std::size_t http_max_attempts{3};
-  /// @brief See defaults::http_timeout(), in seconds.
-  long http_timeout{60};
-  /// @brief See defaults::http_status_codes().
-  std::vector<int> http_status_codes{429, 500, 502, 503, 504};
-  /// @brief See defaults::auto_direct_io_read().
-  bool auto_direct_io_read{false};
-  /// @brief See defaults::auto_direct_io_read_overread().
-  bool auto_direct_io_read_overread{false};
-  /// @brief See defaults::auto_direct_io_write().
-  bool auto_direct_io_write{true};
-  /// @brief See defaults::thread_pool_per_block_device().
-  bool thread_pool_per_block_device{false};
-  /// @brief See defaults::local_io_backend().
-  LocalIOBackend local_io_backend{LocalIOBackend::AUTO};
-  /// @brief See defaults::remote_backend().
-  RemoteBackendType remote_backend{RemoteBackendType::LIBCURL_EASY};
-  /// @brief See defaults::remote_max_connections().
-  std::size_t remote_max_connections{8};
-  /// @brief See defaults::remote_io_num_reactors().
-  unsigned int remote_io_num_reactors{1};
-  /// @brief See defaults::remote_io_reactor_dispatch().
-  RemoteReactorDispatch remote_io_reactor_dispatch{RemoteReactorDispatch::PER_CHUNK};
-  /// @brief See defaults::remote_io_max_concurrent_requests().
-  std::size_t remote_io_max_concurrent_requests{0};
-  /// @brief See defaults::event_pool_max_per_context().
-  std::size_t event_pool_max_per_context{0};
-  /// @brief See defaults::ipc_export_cache_size().
-  std::size_t ipc_export_cache_size{1024};
-  /// @brief See defaults::ipc_open_cache_size().
-  std::size_t ipc_open_cache_size{128};
+#define KVIKIO_SETTINGS_MEMBER(name, type, default_value, variables, parse, what) \
+  type name{default_value};
+  KVIKIO_SETTINGS(KVIKIO_SETTINGS_MEMBER)
+#undef KVIKIO_SETTINGS_MEMBER
 
   /**
    * @brief The defaults overridden by whatever `KVIKIO_*` variables are set.

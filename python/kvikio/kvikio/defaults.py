@@ -91,20 +91,14 @@ _SETTINGS["num_threads"] = _SETTINGS["thread_pool_nthreads"]
 _SETTINGS["remote_backend"] = _SETTINGS["remote_io_backend"]
 
 
-for _name in (
-    "task_size", "gds_threshold", "bounce_buffer_size", "num_bounce_buffers",
-    "http_max_attempts", "remote_max_connections", "remote_io_num_reactors",
-    "remote_io_max_concurrent_requests", "event_pool_max_per_context", "ipc_export_cache_size",
-    "ipc_open_cache_size",
-):
-    _SETTINGS[_name] = (getattr(_d, _name), _unsigned(_name, getattr(_d, "set_" + _name)))
-_SETTINGS["http_timeout"] = (_d.http_timeout, _unsigned("http_timeout", _d.set_http_timeout))
-for _name in (
-    "http_status_codes", "auto_direct_io_read", "auto_direct_io_read_overread",
-    "auto_direct_io_write", "thread_pool_per_block_device", "local_io_backend",
-):
+# The plain settings (integers and booleans) come from the library's table of settings.
+for _name, _kind in _d.plain_settings:
+    _setter = getattr(_d, "set_" + _name)
+    _SETTINGS[_name] = (getattr(_d, _name),
+                        _unsigned(_name, _setter) if _kind == "integer" else _setter)
+for _name in ("http_status_codes", "local_io_backend"):
     _SETTINGS[_name] = (getattr(_d, _name), getattr(_d, "set_" + _name))
-del _name
+del _name, _kind, _setter
 
 
 def _setting(name: str):

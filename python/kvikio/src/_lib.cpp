@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <system_error>
+#include <type_traits>
 #include <future>
 #include <memory>
 #include <limits>
@@ -228,28 +229,18 @@ void bind_defaults(py::module_& m)
   d.def("num_threads", &defaults::thread_pool_nthreads);
   d.def("set_num_threads",
         [](unsigned v) { without_gil([&] { defaults::set_thread_pool_nthreads(v); }); });
-#define KVIKIO_PY_SETTING(name)  \
-  d.def(#name, &defaults::name); \
-  d.def("set_" #name, &defaults::set_##name);
-  KVIKIO_PY_SETTING(task_size)
-  KVIKIO_PY_SETTING(gds_threshold)
-  KVIKIO_PY_SETTING(bounce_buffer_size)
-  KVIKIO_PY_SETTING(num_bounce_buffers)
-  KVIKIO_PY_SETTING(http_max_attempts)
-  KVIKIO_PY_SETTING(http_timeout)
-  KVIKIO_PY_SETTING(http_status_codes)
-  KVIKIO_PY_SETTING(auto_direct_io_read)
-  KVIKIO_PY_SETTING(auto_direct_io_read_overread)
-  KVIKIO_PY_SETTING(auto_direct_io_write)
-  KVIKIO_PY_SETTING(thread_pool_per_block_device)
-  KVIKIO_PY_SETTING(remote_max_connections)
-  KVIKIO_PY_SETTING(remote_io_num_reactors)
-  KVIKIO_PY_SETTING(remote_io_max_concurrent_requests)
-
-  KVIKIO_PY_SETTING(event_pool_max_per_context)
-  KVIKIO_PY_SETTING(ipc_export_cache_size)
-  KVIKIO_PY_SETTING(ipc_open_cache_size)
+  // The plain settings, from the library's table: a getter and setter each, and their names
+  // with their kind ("integer" or "boolean") for kvikio.defaults.
+  py::list plain;
+#define KVIKIO_PY_SETTING(name, type, default_value, variables, parse, what) \
+  d.def(#name, &defaults::name);                                             \
+  d.def("set_" #name, &defaults::set_##name);                                \
+  plain.append(py::make_tuple(#name, std::is_same_v<type, bool> ? "boolean" : "integer"));
+  KVIKIO_PLAIN_SETTINGS(KVIKIO_PY_SETTING)
 #undef KVIKIO_PY_SETTING
+  d.attr("plain_settings") = plain;
+  d.def("http_status_codes", &defaults::http_status_codes);
+  d.def("set_http_status_codes", &defaults::set_http_status_codes);
   d.def("local_io_backend",
         [] { return kvikio::detail::local_io_backend_name(defaults::local_io_backend()); });
   d.def("set_local_io_backend", [](std::string const& v) {
