@@ -28,7 +28,7 @@ rm -f build/release/cudasim/libcuda.so*
 exclude="injected_failure|shared_hardware_queue|project\\."
 if [[ -f $root/.device-run/python/deps.tar.xz ]]; then
   mkdir -p /tmp/deps && tar -C /tmp/deps -xJf "$root/.device-run/python/deps.tar.xz"
-  export PYTHONPATH=/tmp/deps${PYTHONPATH:+:$PYTHONPATH} KVIKIO_TEST_PYTHON=$(command -v python3)
+  export PYTHONPATH=/tmp/deps${PYTHONPATH:+:$PYTHONPATH} TEST_SERVER_PYTHON=$(command -v python3)
 else
   exclude+="|S3|Moto"
 fi

@@ -26,12 +26,13 @@
 namespace kvikio::test {
 
 /**
- * The Python that runs the test servers: $KVIKIO_TEST_PYTHON where set (the GPU machine), else
+ * The Python that runs the test servers: $TEST_SERVER_PYTHON where set (the GPU machine), else
  * the one the build names (KvikIO_TEST_PYTHON: the virtual environment of ci/install-deps.sh).
+ * (Not a KVIKIO_* name: the library warns about every KVIKIO_* variable it does not read.)
  */
 inline std::string test_python()
 {
-  char const* env = std::getenv("KVIKIO_TEST_PYTHON");
+  char const* env = std::getenv("TEST_SERVER_PYTHON");
   return env != nullptr && *env != '\0' ? env : KVIKIO_TEST_PYTHON;
 }
 
