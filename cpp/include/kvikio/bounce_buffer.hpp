@@ -311,7 +311,6 @@ class BounceBufferRing {
     std::optional<Event> event;  // taken from the pool at the slot's first copy
     bool in_flight{false};
   };
-  void* advance();
   [[nodiscard]] std::size_t slots_per_buffer() const noexcept
   {
     return slots_.size() / buffers_.size();
