@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -17,8 +19,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <algorithm>
-#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -26,16 +26,16 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
-#include "parallel/stream_ordered.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/file_handle.hpp>
 #include <kvikio/stream.hpp>
 #include <kvikio/threadpool_wrapper.hpp>
 
-#include "io/io_uring/io_uring_io.hpp"
 #include <kvikio/file_utils.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
+#include "io/io_uring/io_uring_io.hpp"
+#include "parallel/stream_ordered.hpp"
 
 #include "bench_common.hpp"
 #include "devices_bench.hpp"

@@ -9,10 +9,10 @@
 #include "remote_bench.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <chrono>
 #include <ctime>
 #include <memory>
 #include <random>

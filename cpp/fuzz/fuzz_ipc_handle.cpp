@@ -11,8 +11,9 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "ipc/ipc_internals.hpp"
 #include <kvikio/ipc.hpp>
+
+#include "ipc/ipc_internals.hpp"
 
 namespace {
 

@@ -18,12 +18,12 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
-#include "cuda/stream_cache.hpp"
 #include <kvikio/event.hpp>
 #include <kvikio/file_handle.hpp>
 
 #include "common/device.hpp"
 #include "common/temp_dir.hpp"
+#include "cuda/stream_cache.hpp"
 
 using kvikio::test::api;
 using kvikio::test::DeviceBuffer;

@@ -12,13 +12,13 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstring>
 #include <functional>
 #include <future>
 #include <map>
 #include <memory>
-#include <thread>
-#include <cstring>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -28,8 +28,8 @@
 #include <kvikio/cufile/driver.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/posix_io.hpp>
-#include <kvikio/utils.hpp>
 #include <kvikio/file_handle.hpp>
+#include <kvikio/utils.hpp>
 
 #include "io/local_plan.hpp"
 #include "io/staging/device_staging.hpp"

@@ -30,13 +30,13 @@
 #include <gtest/gtest.h>
 
 #include <kvikio/defaults.hpp>
-#include "ipc/ipc_internals.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/ipc.hpp>
 #include <kvikio/utils.hpp>
 
 #include "common/child_process.hpp"
 #include "common/device.hpp"
+#include "ipc/ipc_internals.hpp"
 
 using kvikio::test::api;
 using kvikio::test::DeviceBuffer;

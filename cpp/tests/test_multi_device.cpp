@@ -28,7 +28,6 @@
 #include <gtest/gtest.h>
 
 #include <kvikio/defaults.hpp>
-#include "cuda/stream_cache.hpp"
 #include <kvikio/event.hpp>
 #include <kvikio/file_handle.hpp>
 #include <kvikio/ipc.hpp>
@@ -40,6 +39,7 @@
 #include "common/device.hpp"
 #include "common/nginx.hpp"
 #include "common/temp_dir.hpp"
+#include "cuda/stream_cache.hpp"
 
 namespace {
 

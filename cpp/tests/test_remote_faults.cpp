@@ -14,10 +14,10 @@
 #include <cerrno>
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <memory>
 #include <optional>
-#include <future>
 #include <stdexcept>
 #include <string>
 #include <thread>

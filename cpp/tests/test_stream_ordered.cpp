@@ -28,8 +28,6 @@
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
-#include "parallel/stream_ordered.hpp"
-#include "parallel/stream_workers.hpp"
 #include <kvikio/file_handle.hpp>
 #include <kvikio/utils.hpp>
 
@@ -37,6 +35,8 @@
 #include "common/busy_stream_workers.hpp"
 #include "common/device.hpp"
 #include "common/temp_dir.hpp"
+#include "parallel/stream_ordered.hpp"
+#include "parallel/stream_workers.hpp"
 
 using kvikio::FileHandle;
 using kvikio::detail::StreamWaitKind;

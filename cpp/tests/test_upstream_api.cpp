@@ -37,8 +37,8 @@
 #include <kvikio/version_config.hpp>
 
 #include <fcntl.h>
-#include <sys/sysmacros.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstdint>

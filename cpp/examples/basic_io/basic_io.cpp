@@ -12,11 +12,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <exception>
-#include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>

@@ -17,12 +17,12 @@
 
 #include <cuda.h>
 
+#include <kvikio/defaults.hpp>
 #include <kvikio/event.hpp>
 #include <mutex>
 #include <stack>
 #include <utility>
 #include <vector>
-#include <kvikio/defaults.hpp>
 
 namespace kvikio {
 

@@ -17,12 +17,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
-#include <span>
-#include <string_view>
 #include <utility>
 #include <vector>
 

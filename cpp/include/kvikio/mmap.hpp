@@ -10,8 +10,8 @@
 
 #include <sys/types.h>
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <future>
 #include <memory>
 #include <optional>

@@ -11,9 +11,9 @@
 #include <deque>
 #include <limits>
 #include <mutex>
-#include <system_error>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <type_traits>
 #include <utility>
 #include <vector>

@@ -16,6 +16,7 @@
 
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/utils.hpp>
+
 #include "core/worker_leftovers.hpp"
 
 namespace kvikio {

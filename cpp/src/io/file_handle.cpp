@@ -15,15 +15,15 @@
 #include <utility>
 
 #include <kvikio/defaults.hpp>
-#include "core/in_flight.hpp"
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cufile.hpp>
 
-#include "file_state.hpp"
+#include "core/in_flight.hpp"
+#include "io/file_state.hpp"
 #include "io/local_plan.hpp"
-#include "open_file.hpp"
+#include "io/open_file.hpp"
 
 namespace kvikio {
 namespace {

@@ -12,14 +12,14 @@
 #include <utility>
 
 #include <kvikio/defaults.hpp>
-#include "parallel/stream_ordered.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/shim/cufile.hpp>
 #include <kvikio/utils.hpp>
 
-#include "file_state.hpp"
+#include "io/file_state.hpp"
 #include "io/local_plan.hpp"
+#include "parallel/stream_ordered.hpp"
 
 namespace kvikio {
 

@@ -15,14 +15,14 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/nvtx.hpp>
-#include "core/worker_leftovers.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/parallel_operation.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
 
-#include "file_state.hpp"
+#include "core/worker_leftovers.hpp"
 #include "io/cufile/cufile_io.hpp"
+#include "io/file_state.hpp"
 #include "io/local_plan.hpp"
 #include "io/staging/device_staging.hpp"
 #include "io/staging/host_split.hpp"

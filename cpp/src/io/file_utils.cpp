@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -24,7 +24,8 @@
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cufile.hpp>
 #include <kvikio/utils.hpp>
-#include "open_file.hpp"
+
+#include "io/open_file.hpp"
 
 namespace kvikio {
 

@@ -11,22 +11,23 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 #include <utility>
 
 #include <kvikio/bounce_buffer.hpp>
-#include "core/in_flight.hpp"
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/nvtx.hpp>
-#include "cuda/stream_cache.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/file_utils.hpp>
 #include <kvikio/parallel_operation.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
+
+#include "core/in_flight.hpp"
+#include "cuda/stream_cache.hpp"
 
 namespace kvikio {
 namespace detail {

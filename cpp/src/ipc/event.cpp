@@ -5,10 +5,11 @@
  */
 #include <kvikio/ipc.hpp>
 
-#include "ipc/ipc_internals.hpp"
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
+
+#include "ipc/ipc_internals.hpp"
 
 namespace kvikio::ipc {
 

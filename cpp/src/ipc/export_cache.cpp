@@ -15,11 +15,12 @@
 #include <utility>
 
 #include <kvikio/defaults.hpp>
-#include "ipc/ipc_internals.hpp"
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
+
+#include "ipc/ipc_internals.hpp"
 
 namespace kvikio::ipc {
 namespace detail {

@@ -19,12 +19,13 @@
 #include <vector>
 
 #include <kvikio/defaults.hpp>
-#include "ipc/ipc_internals.hpp"
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
+
+#include "ipc/ipc_internals.hpp"
 
 namespace kvikio::ipc {
 namespace {

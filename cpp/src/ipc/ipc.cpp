@@ -10,15 +10,16 @@
 
 #include <cctype>
 #include <cstring>
-#include <mutex>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 
-#include "ipc/ipc_internals.hpp"
 #include <kvikio/error.hpp>
+
+#include "ipc/ipc_internals.hpp"
 
 namespace kvikio::ipc {
 namespace {

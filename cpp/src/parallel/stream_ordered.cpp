@@ -15,12 +15,12 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
-#include "parallel/stream_workers.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
 
-#include "stream_staging.hpp"
+#include "parallel/stream_staging.hpp"
+#include "parallel/stream_workers.hpp"
 
 namespace kvikio::detail {
 namespace {

@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
-#include "stream_staging.hpp"
+#include "parallel/stream_staging.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -13,11 +13,12 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/detail/logger.hpp>
-#include "parallel/stream_ordered.hpp"
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
+
+#include "parallel/stream_ordered.hpp"
 
 namespace kvikio::detail {
 

@@ -13,7 +13,7 @@
 #include <kvikio/detail/url.hpp>
 #include <kvikio/error.hpp>
 
-#include "retry_rule.hpp"
+#include "remote/retry_rule.hpp"
 
 namespace kvikio {
 namespace detail {

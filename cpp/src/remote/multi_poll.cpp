@@ -16,8 +16,8 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/nvtx.hpp>
 
-#include "pread_chunks.hpp"
-#include "reactor.hpp"
+#include "remote/pread_chunks.hpp"
+#include "remote/reactor.hpp"
 
 namespace kvikio::detail {
 

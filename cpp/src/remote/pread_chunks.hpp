@@ -17,11 +17,11 @@
 #include <vector>
 
 #include <kvikio/detail/curl.hpp>
+
 #include "core/in_flight.hpp"
 #include "remote/multi_poll.hpp"
-
-#include "range_request.hpp"
-#include "sink.hpp"
+#include "remote/range_request.hpp"
+#include "remote/sink.hpp"
 
 namespace kvikio::detail {
 namespace multi_poll {

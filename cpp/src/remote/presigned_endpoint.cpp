@@ -4,12 +4,12 @@
 #include <algorithm>
 #include <string>
 
-#include "remote/http_headers.hpp"
 #include <kvikio/detail/url.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/remote_handle.hpp>
 
-#include "retry_rule.hpp"
+#include "remote/http_headers.hpp"
+#include "remote/retry_rule.hpp"
 
 namespace kvikio {
 namespace {

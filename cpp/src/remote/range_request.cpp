@@ -6,7 +6,7 @@
 
 #include <kvikio/detail/url.hpp>
 
-#include "range_request.hpp"
+#include "remote/range_request.hpp"
 
 namespace kvikio::detail {
 namespace {

@@ -9,11 +9,11 @@
 #include <string>
 
 #include <kvikio/detail/curl.hpp>
-#include "core/in_flight.hpp"
 #include <kvikio/remote_handle.hpp>
 
-#include "retry_rule.hpp"
-#include "sink.hpp"
+#include "core/in_flight.hpp"
+#include "remote/retry_rule.hpp"
+#include "remote/sink.hpp"
 
 namespace kvikio::detail {
 

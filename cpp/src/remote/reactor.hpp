@@ -18,8 +18,8 @@
 
 #include "remote/multi_poll.hpp"
 
-#include "pread_chunks.hpp"
-#include "sink.hpp"
+#include "remote/pread_chunks.hpp"
+#include "remote/sink.hpp"
 
 namespace kvikio::detail {
 namespace multi_poll {

@@ -11,7 +11,6 @@
 #include <string>
 #include <thread>
 
-#include "core/in_flight.hpp"
 #include <kvikio/detail/nvtx.hpp>
 #include <kvikio/detail/url.hpp>
 #include <kvikio/error.hpp>
@@ -19,10 +18,11 @@
 #include <kvikio/parallel_operation.hpp>
 #include <kvikio/utils.hpp>
 
-#include "remote/multi_poll.hpp"
+#include "core/in_flight.hpp"
 #include "parallel/stream_ordered.hpp"
-#include "range_request.hpp"
-#include "sink.hpp"
+#include "remote/multi_poll.hpp"
+#include "remote/range_request.hpp"
+#include "remote/sink.hpp"
 
 namespace kvikio {
 namespace {

@@ -9,7 +9,7 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
 
-#include "retry_rule.hpp"
+#include "remote/retry_rule.hpp"
 
 namespace kvikio::detail {
 

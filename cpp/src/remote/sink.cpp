@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
-#include "sink.hpp"
+#include "remote/sink.hpp"
 
 #include "remote/http_headers.hpp"
 
@@ -14,10 +14,11 @@
 #include <curl/curl.h>
 
 #include <kvikio/defaults.hpp>
-#include "cuda/stream_cache.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
+
+#include "cuda/stream_cache.hpp"
 
 namespace kvikio::detail {
 

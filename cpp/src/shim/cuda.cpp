@@ -13,7 +13,7 @@
 
 #include <kvikio/error.hpp>
 
-#include "dynamic_library.hpp"
+#include "shim/dynamic_library.hpp"
 
 #define KVIKIO_DETAIL_STRINGIFY_IMPL(x) #x
 // Expands macros first, so that `cuMemAlloc` becomes "cuMemAlloc_v2".

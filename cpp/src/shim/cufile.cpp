@@ -11,7 +11,7 @@
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 
-#include "dynamic_library.hpp"
+#include "shim/dynamic_library.hpp"
 
 namespace kvikio {
 

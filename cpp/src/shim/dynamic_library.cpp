@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
-#include "dynamic_library.hpp"
+#include "shim/dynamic_library.hpp"
 
 #include <dlfcn.h>
 

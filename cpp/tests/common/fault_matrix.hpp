@@ -35,10 +35,10 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
-#include "parallel/stream_workers.hpp"
 #include <kvikio/event.hpp>
 
 #include "device.hpp"
+#include "parallel/stream_workers.hpp"
 #include "temp_dir.hpp"
 
 namespace kvikio::test {

@@ -8,8 +8,8 @@
  * @brief Where cuFile's configuration file is.
  */
 
-#include <string>
 #include <kvikio/utils.hpp>
+#include <string>
 
 namespace kvikio {
 

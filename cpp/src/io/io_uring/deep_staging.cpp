@@ -12,8 +12,8 @@
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
 
-#include "requests.hpp"
-#include "thread_ring.hpp"
+#include "io/io_uring/requests.hpp"
+#include "io/io_uring/thread_ring.hpp"
 
 namespace kvikio::detail {
 

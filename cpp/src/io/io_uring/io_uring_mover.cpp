@@ -10,8 +10,8 @@
 #include <kvikio/detail/nvtx.hpp>
 #include <kvikio/detail/utils.hpp>
 
+#include "io/io_uring/thread_ring.hpp"
 #include "io/mover/mover.hpp"
-#include "thread_ring.hpp"
 
 namespace kvikio::detail {
 namespace {

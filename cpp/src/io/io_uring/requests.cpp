@@ -16,8 +16,8 @@
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/error.hpp>
 
-#include "requests.hpp"
-#include "thread_ring.hpp"
+#include "io/io_uring/requests.hpp"
+#include "io/io_uring/thread_ring.hpp"
 
 namespace kvikio::detail {
 namespace uring {

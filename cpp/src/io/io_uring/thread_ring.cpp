@@ -22,7 +22,7 @@
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 
-#include "thread_ring.hpp"
+#include "io/io_uring/thread_ring.hpp"
 
 namespace kvikio::detail {
 namespace uring {

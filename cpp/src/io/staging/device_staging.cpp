@@ -9,11 +9,11 @@
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/nvtx.hpp>
-#include "cuda/stream_cache.hpp"
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
 
+#include "cuda/stream_cache.hpp"
 #include "io/staging/host_split.hpp"
 
 namespace kvikio::detail {
