@@ -13,7 +13,7 @@ The check (a ctest): every manifest plot made into DIR (a temporary folder if no
 never the source tree), every png the page names is in the manifest and every manifest png is
 shown as an image, each manifest entry's jsonl exists and gives rows (one per variant and
 thread count. (Headings and in-page links are the docs build's to check: MyST warns, -W fails.)
-    plot.py --check-doc docs/benchmarks.md [--out-dir DIR]
+    plot.py --check-doc docs/benchmarks/log.md [--out-dir DIR]
 
 Run it with Debian's /usr/bin/python3 (it has matplotlib).
 """
