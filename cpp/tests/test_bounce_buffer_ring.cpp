@@ -22,6 +22,7 @@
 #include <kvikio/file_handle.hpp>
 
 #include "common/device.hpp"
+#include "common/poison.hpp"
 #include "common/temp_dir.hpp"
 #include "cuda/stream_cache.hpp"
 
@@ -32,7 +33,7 @@ using kvikio::test::pattern;
 
 namespace {
 
-constexpr std::uint8_t poison = 0xEE;
+using kvikio::test::poison;
 
 // Random reads and writes through FileHandle with ring depth k, byte-exact, guards checked.
 void random_round_trips(std::size_t k, std::uint32_t seed)

@@ -23,6 +23,7 @@
 
 #include "common/child_process.hpp"
 #include "common/device.hpp"
+#include "common/poison.hpp"
 
 using kvikio::test::api;
 using kvikio::test::DeviceBuffer;
@@ -40,7 +41,7 @@ namespace {
     if (!on_simulator()) { GTEST_SKIP() << "simulator strictness: " << why; } \
   } while (0)
 
-constexpr std::uint8_t poison = 0xEE;
+using kvikio::test::poison;
 
 // A pinned word that blocks a stream (cuStreamWaitValue32) until released, so that "not yet
 // done" is observable deterministically, on the simulator and on a GPU.

@@ -36,6 +36,7 @@
 
 #include "common/busy_pool.hpp"
 #include "common/device.hpp"
+#include "common/poison.hpp"
 #include "common/temp_dir.hpp"
 
 using kvikio::FileHandle;
@@ -47,8 +48,8 @@ using kvikio::test::write_file;
 
 namespace {
 
-constexpr std::uint8_t poison = 0xEE;
-constexpr std::size_t guard   = 64;  // poisoned bytes on each side of every destination
+using kvikio::test::guard;
+using kvikio::test::poison;
 
 // Sizes that straddle pages and tasks (task size 64 KiB in these tests).
 std::vector<std::size_t> awkward_sizes()

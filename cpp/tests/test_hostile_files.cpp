@@ -39,6 +39,7 @@
 
 #include "common/device.hpp"
 #include "common/file_size_limit.hpp"
+#include "common/poison.hpp"
 #include "common/temp_dir.hpp"
 
 using kvikio::test::pattern;
@@ -146,7 +147,7 @@ TEST_F(ReplacedWhileOpening, TheHandleStaysOnTheFileItOpened)
   ASSERT_EQ(file.pwrite(written.data(), written.size(), 0, 1 << 18).get(), written.size());
   EXPECT_EQ(original_bytes(), written) << "the file the handle opened lacks some bytes";
   EXPECT_EQ(read_file(path_), second_) << "the file that replaced it was written into";
-  std::vector<std::uint8_t> back(written.size(), 0xEE);
+  std::vector<std::uint8_t> back(written.size(), kvikio::test::poison);
   kvikio::defaults::set_auto_direct_io_read(true);
   ASSERT_EQ(file.pread(back.data(), back.size(), 0, 1 << 18).get(), back.size());
   kvikio::defaults::set_auto_direct_io_read(false);
@@ -176,7 +177,7 @@ TEST_F(ReplacedWhileOpening, WithoutProcAnUnchangedPathOpens)
   armed   = false;
   no_proc = true;
   kvikio::FileHandle file{path_, "r"};
-  std::vector<std::uint8_t> back(first_.size(), 0xEE);
+  std::vector<std::uint8_t> back(first_.size(), kvikio::test::poison);
   kvikio::defaults::set_auto_direct_io_read(true);
   ASSERT_EQ(file.pread(back.data(), back.size(), 0, 1 << 18).get(), back.size());
   kvikio::defaults::set_auto_direct_io_read(false);
@@ -224,7 +225,7 @@ TEST_F(ShrinksUnderAMapping, ACopyThatFaultsIsAnError)
   }
   EXPECT_EQ(shrink_fd.load(), -1) << "the read never asked the file's size";
   // The handle goes on: what still exists reads.
-  std::vector<std::uint8_t> head(4096, 0xEE);
+  std::vector<std::uint8_t> head(4096, kvikio::test::poison);
   EXPECT_EQ(mapped.read(head.data(), head.size(), 0), head.size());
   EXPECT_TRUE(std::equal(head.begin(), head.end(), content_.begin()));
 }

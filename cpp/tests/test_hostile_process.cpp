@@ -31,6 +31,7 @@
 #include <kvikio/remote_handle.hpp>
 
 #include "common/nginx.hpp"
+#include "common/poison.hpp"
 #endif
 
 #include "common/device.hpp"
@@ -53,8 +54,8 @@ extern "C" int __lsan_is_turned_off() { return in_forked_child ? 1 : 0; }
 
 namespace {
 
-constexpr std::uint8_t poison = 0xEE;
-constexpr std::size_t guard   = 64;
+using kvikio::test::poison;
+constexpr std::size_t guard = 64;
 
 // What a child's run ended with: its exit code, or -1 if it was killed for running too long.
 struct ChildEnd {

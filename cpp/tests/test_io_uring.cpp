@@ -55,6 +55,7 @@
 #include "common/child_process.hpp"
 #include "common/device.hpp"
 #include "common/file_size_limit.hpp"
+#include "common/poison.hpp"
 #include "common/temp_dir.hpp"
 
 using kvikio::test::api;
@@ -63,8 +64,8 @@ using Fault = kvikio::detail::IoUringFault;
 
 namespace {
 
-constexpr std::uint8_t poison = 0xEE;
-constexpr std::size_t guard   = 64;
+using kvikio::test::poison;
+constexpr std::size_t guard = 64;
 
 class IoUring : public ::testing::Test {
  protected:

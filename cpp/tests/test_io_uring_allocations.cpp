@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/poison.hpp"
 #include "common/temp_dir.hpp"
 #include "io/io_uring/io_uring_io.hpp"
 
@@ -74,7 +75,7 @@ TEST(IoUringAllocations, ASecondTransferOfAThreadAllocatesNothing)
   for (std::size_t i = 0; i < size; ++i) {
     data[i] = static_cast<std::uint8_t>((i * 2654435761U) >> 13);
   }
-  std::vector<std::uint8_t> back(size, 0xEE);
+  std::vector<std::uint8_t> back(size, kvikio::test::poison);
   auto* out = reinterpret_cast<std::byte*>(data.data());
   auto* in  = reinterpret_cast<std::byte*>(back.data());
 
@@ -82,7 +83,7 @@ TEST(IoUringAllocations, ASecondTransferOfAThreadAllocatesNothing)
   kvikio::detail::io_uring_transfer_all(true, fd, in, size, 0);
   ASSERT_EQ(back, data);
 
-  std::fill(back.begin(), back.end(), 0xEE);
+  std::fill(back.begin(), back.end(), kvikio::test::poison);
   std::size_t const before = allocations_on_this_thread;
   kvikio::detail::io_uring_transfer_all(false, fd, out, size, 0);
   kvikio::detail::io_uring_transfer_all(true, fd, in, size, 0);

@@ -14,6 +14,7 @@
 #include <kvikio/mmap.hpp>
 
 #include "common/device.hpp"
+#include "common/poison.hpp"
 #include "common/temp_dir.hpp"
 
 using kvikio::MmapHandle;
@@ -22,7 +23,7 @@ using kvikio::test::TempDir;
 
 namespace {
 
-constexpr std::uint8_t poison = 0xEE;
+using kvikio::test::poison;
 
 class Mmap : public ::testing::Test {
  protected:

@@ -38,6 +38,7 @@
 #include "common/child_process.hpp"
 #include "common/device.hpp"
 #include "common/nginx.hpp"
+#include "common/poison.hpp"
 #include "common/temp_dir.hpp"
 #include "cuda/stream_cache.hpp"
 
@@ -46,8 +47,8 @@ namespace {
 using kvikio::test::api;
 using kvikio::test::pattern;
 
-constexpr std::uint8_t poison = 0xEE;
-constexpr std::size_t guard   = 4096;
+using kvikio::test::poison;
+constexpr std::size_t guard = 4096;
 
 // Makes `ctx` current for the life of the object.
 struct InContext {

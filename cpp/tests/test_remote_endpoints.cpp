@@ -20,6 +20,7 @@
 
 #include "common/device.hpp"
 #include "common/env_guard.hpp"
+#include "common/poison.hpp"
 #include "common/temp_dir.hpp"
 #include "common/test_servers.hpp"
 
@@ -29,7 +30,7 @@ using kvikio::test::pattern;
 
 namespace {
 
-constexpr std::uint8_t poison = 0xEE;
+using kvikio::test::poison;
 
 TEST(RemoteEndpoints, UrlForms)
 {

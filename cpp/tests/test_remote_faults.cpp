@@ -31,6 +31,7 @@
 #include <kvikio/remote_handle.hpp>
 
 #include "common/env_guard.hpp"
+#include "common/poison.hpp"
 #include "common/temp_dir.hpp"
 #include "common/test_servers.hpp"
 
@@ -40,7 +41,7 @@ using kvikio::test::MisbehavingServer;
 
 namespace {
 
-constexpr std::uint8_t poison  = 0xEE;
+using kvikio::test::poison;
 constexpr std::size_t obj_size = 100000;
 
 RemoteHandle handle_for(MisbehavingServer const& server, std::string const& path)

@@ -17,6 +17,7 @@
 
 #include "common/device.hpp"
 #include "common/nginx.hpp"
+#include "common/poison.hpp"
 #include "common/temp_dir.hpp"
 
 using kvikio::RemoteEndpointType;
@@ -25,7 +26,7 @@ using kvikio::test::pattern;
 
 namespace {
 
-constexpr std::uint8_t poison = 0xEE;
+using kvikio::test::poison;
 
 TEST(Url, ParsesAndBuilds)
 {

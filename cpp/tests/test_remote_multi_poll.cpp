@@ -28,6 +28,7 @@
 #include "common/child_process.hpp"
 #include "common/device.hpp"
 #include "common/nginx.hpp"
+#include "common/poison.hpp"
 #include "common/test_servers.hpp"
 #include "remote/multi_poll.hpp"
 
@@ -39,7 +40,7 @@ using kvikio::test::pattern;
 
 namespace {
 
-constexpr std::uint8_t poison = 0xEE;
+using kvikio::test::poison;
 
 class MultiPoll : public ::testing::Test {
  protected:

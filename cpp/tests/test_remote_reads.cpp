@@ -23,6 +23,7 @@
 #include "common/device.hpp"
 #include "common/env_guard.hpp"
 #include "common/nginx.hpp"
+#include "common/poison.hpp"
 #include "common/temp_dir.hpp"
 #include "common/test_servers.hpp"
 
@@ -32,7 +33,7 @@ using kvikio::test::pattern;
 
 namespace {
 
-constexpr std::uint8_t poison    = 0xEE;
+using kvikio::test::poison;
 constexpr std::size_t task_size  = 256 << 10;
 constexpr std::size_t guard      = 64;
 constexpr std::size_t size_total = (1 << 20) + 4099;

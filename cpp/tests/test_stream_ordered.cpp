@@ -34,6 +34,7 @@
 #include "common/busy_pool.hpp"
 #include "common/busy_stream_workers.hpp"
 #include "common/device.hpp"
+#include "common/poison.hpp"
 #include "common/temp_dir.hpp"
 #include "parallel/stream_ordered.hpp"
 #include "parallel/stream_workers.hpp"
@@ -45,8 +46,8 @@ using kvikio::test::pattern;
 
 namespace {
 
-constexpr std::uint8_t poison = 0xEE;
-constexpr std::size_t guard   = 64;
+using kvikio::test::poison;
+constexpr std::size_t guard = 64;
 
 std::string name(StreamWaitKind kind)
 {

@@ -39,12 +39,10 @@
 
 #include "device.hpp"
 #include "parallel/stream_workers.hpp"
+#include "poison.hpp"
 #include "temp_dir.hpp"
 
 namespace kvikio::test {
-
-inline constexpr std::uint8_t poison = 0xEE;
-inline constexpr std::size_t guard   = 64;
 
 // ---------------------------------------------------------------------------------------------
 // What the test checks around every case.
