@@ -6,7 +6,7 @@
 /**
  * @file bounce_buffer.hpp
  * @brief Pinned host buffers that stage device-memory I/O, pooled because pinning is slow
- * (about 1.7 GB/s): a buffer is allocated once and reused, never per call.
+ * (slower than the copies it serves): a buffer is allocated once and reused, never per call.
  */
 
 #include <atomic>

@@ -255,8 +255,7 @@ class defaults {
    * AUTO reads through io_uring where the kernel allows it (one info line says so when it does
    * not: ENOSYS, or EPERM from seccomp or `kernel.io_uring_disabled`) and the thread pool has at
    * most half as many threads as the machine has cores (io_uring's kernel workers need the
-   * others); otherwise, and for writes, through POSIX, which measured as fast or faster there
-   * (docs/benchmarks.md).
+   * others); otherwise, and for writes, through POSIX, which is as fast or faster there.
    */
   [[nodiscard]] static LocalIOBackend local_io_backend();
   /// @brief Sets local_io_backend().

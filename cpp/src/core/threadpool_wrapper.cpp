@@ -27,11 +27,9 @@ thread_local ThreadPool const* current_pool{nullptr};
 thread_local detail::WorkerLeftovers* worker_leftovers{nullptr};
 
 // How long a worker that ran out of work keeps looking for more before it sleeps. A sleeping
-// worker takes 10-20 us to wake on a GPU server (C-states, the futex round trip); a caller that
-// reads, waits, and reads again finds its worker awake: a 64 KiB read's p50 went from 34 to 17 us
-// into host memory and 49 to 28 us into device memory on an H100 (docs/benchmarks.md), and
-// throughput with many reads in flight did not move. The price is at most this much of a core
-// per worker each time its queue runs dry.
+// worker takes tens of microseconds to wake on a GPU server (C-states, the futex round trip),
+// as long as a small read itself; a caller that reads, waits, and reads again finds its worker
+// awake. The price is at most this much of a core per worker each time its queue runs dry.
 constexpr auto idle_spin = std::chrono::microseconds{50};
 
 void cpu_relax() noexcept

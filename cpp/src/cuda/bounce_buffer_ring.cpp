@@ -140,8 +140,8 @@ void BounceBufferRing<Allocator>::submit_h2d(std::size_t index,
   bool queued = false;  // whether a copy from the slot may be on its way
   try {
     if (pieces.size() > 1 && cudaAPI::can_batch_copies(stream)) {
-      // The driver issues copies one at a time at about 4 us each whatever the threads (255k
-      // of 64 KiB a second on an H100); a batch of 8 went 2.4x as fast (docs/benchmarks.md).
+      // The driver issues single copies one at a time, at a fixed cost each whatever the
+      // threads; a batch costs a fraction of that per copy.
       std::vector<CUdeviceptr> dsts, srcs;
       std::vector<std::size_t> sizes;
       dsts.reserve(pieces.size());

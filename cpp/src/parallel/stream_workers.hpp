@@ -5,7 +5,7 @@
  * pool's: a stream waiting for a slot's bytes can hold up other streams that share its hardware
  * queue, and with them the copies that pool tasks of device pread wait for. If those tasks held
  * every pool thread while the read that the waiting stream needs sat behind them in the pool's
- * queue, nothing would move (seen on the H100). So these workers run only pieces whose GPU part
+ * queue, nothing would move. So these workers run only pieces whose GPU part
  * is already done, and never wait for a stream: whatever a stream waits for, they get to.
  */
 #pragma once

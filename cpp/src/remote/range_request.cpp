@@ -80,8 +80,8 @@ void RangeRequest::prepare(CurlHandle& curl)
   curl.setopt(CURLOPT_HEADERFUNCTION, &RemoteSink::header_callback);
   curl.setopt(CURLOPT_HEADERDATA, static_cast<void*>(&sink_));
   // libcurl reads the socket 16 KiB at a time by default: larger reads cost fewer system calls
-  // per byte, and one multi-poll reactor or one easy thread read 1.4-1.7x as fast with 1 MiB
-  // (docs/benchmarks.md). A request, not an order: a libcurl that refuses it keeps its own size.
+  // per byte, which is what bounds one reactor or one easy thread. A request, not an order: a
+  // libcurl that refuses it keeps its own size.
   (void)curl_easy_setopt(curl.get(), CURLOPT_BUFFERSIZE, receive_buffer_size);
   sink_.attach(curl.get(), expected_range_, expected_tag_);
 }

@@ -140,7 +140,7 @@ bool is_nvidia_fs_loaded() noexcept
 bool is_gds_available() noexcept
 {
   // nvidia-fs is asked for first: opening cuFile's driver to read its properties allocates the
-  // driver's buffers (about 60 MiB resident on an H200 machine), which nothing uses without it.
+  // driver's buffers (tens of MiB resident), which nothing uses without it.
   return is_nvidia_fs_loaded() && CufileState::get().gds;
 }
 std::string cufile_unusable_reason() { return CufileState::get().reason; }

@@ -120,8 +120,8 @@ bool is_cufile_usable() noexcept;
 /**
  * @brief Whether cuFile is usable and GPUDirect Storage proper is available (nvidia-fs loaded).
  * Compat mode AUTO uses cuFile only then: without nvidia-fs cuFile falls back to its own POSIX
- * path, which gains nothing over KvikIO's and was seen returning before device data landed
- * (H200, cuFile 1.15, docs/design.md). Asks whether the nvidia-fs module is loaded before it
+ * path, which gains nothing over KvikIO's and can return before device data lands
+ * (docs/design.md). Asks whether the nvidia-fs module is loaded before it
  * opens cuFile's driver (which allocates the driver's buffers). Never throws.
  */
 bool is_gds_available() noexcept;

@@ -20,8 +20,7 @@ namespace kvikio::detail {
 std::size_t io_uring_staging_buffers(std::size_t pool_threads, std::size_t transfer_bytes)
 {
   // The pool's threads share one shape's bytes: more in flight than that only adds kernel
-  // workers competing for the cores (measured: 16 threads with 64 MiB each read slower than
-  // with 16 MiB).
+  // workers competing for the cores.
   std::size_t const threads = uring::threads_sharing_the_cores(pool_threads);
   std::size_t const in_flight =
     std::min(io_uring_piece_size() * io_uring_queue_depth() / threads, transfer_bytes);

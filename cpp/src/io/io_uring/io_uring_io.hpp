@@ -79,7 +79,7 @@ void set_io_uring_max_workers(unsigned workers) noexcept;
  * descriptor (`buffered`) go to kernel workers (`IOSQE_ASYNC`; they would otherwise be copied
  * inline, one at a time, by the submitting thread); writes are issued inline: buffered writes to
  * one file serialise on its inode (the kernel even hashes them onto one worker), and a worker's
- * hand-off made them slower than pwrite (docs/benchmarks.md). An O_DIRECT descriptor's requests
+ * hand-off makes them slower than pwrite. An O_DIRECT descriptor's requests
  * are issued inline (the block layer completes them on its own). Short transfers are
  * resubmitted for the rest; `EINTR`/`EAGAIN`/`ECANCELED` completions are retried (the kernel
  * cancels work whose worker it could not create, under signals). `pool_threads`: the threads of

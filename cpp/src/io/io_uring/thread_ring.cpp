@@ -108,8 +108,7 @@ void ThreadRing::apply_max_workers(std::size_t pool_threads) noexcept
   if (wanted == 0) {
     // Each pool thread has its own ring, and each ring's workers would otherwise grow to the
     // kernel's bound (4 per CPU): with 8 threads on 16 cores the copies then fight over the
-    // cores. Device reads measured 38-42 GB/s so, 44-50 with the cores shared out
-    // (docs/benchmarks.md).
+    // cores, and device reads, whose copies need cores too, slow down.
     unsigned const cores = machine_cores();
     auto const threads   = static_cast<unsigned>(std::clamp<std::size_t>(pool_threads, 1, cores));
     wanted               = std::max(1U, cores / threads);
