@@ -50,6 +50,7 @@
 #include <kvikio/utils.hpp>
 
 #include "io/io_uring/io_uring_io.hpp"
+#include "io/io_uring/test_hooks.hpp"
 #include "io/local_plan.hpp"
 
 #include "common/child_process.hpp"

@@ -42,12 +42,6 @@ namespace kvikio::detail {
  */
 ByteMover& io_uring_mover() noexcept;
 
-/**
- * @brief For tests: makes the probe and the rings of threads that have none yet fail with
- * `errno_value` as `io_uring_setup` would (0: the real call); `forget_probe`: probe again.
- */
-void override_io_uring_setup(int errno_value, bool forget_probe = true) noexcept;
-
 /// @brief The most requests a thread's ring holds in flight.
 inline constexpr unsigned io_uring_max_depth = 256;
 
@@ -145,19 +139,5 @@ void set_io_uring_registered_buffers(bool on) noexcept;
 
 /// @brief Staging buffers this thread's ring has registered (0 where registration is refused).
 [[nodiscard]] std::size_t io_uring_registered_buffer_count() noexcept;
-
-/**
- * @brief For tests: a completion to inject in place of what the kernel reported, for every
- * `every`-th request of the process from now on (0: none). The kernel did move the bytes; the
- * engine is told otherwise, as it would be by a real short transfer, an interrupted request or a
- * failed one.
- */
-struct IoUringFault {
-  enum class Kind { none, short_transfer, eintr, eagain, cancelled, error };
-  Kind kind{Kind::none};
-  unsigned every{0};
-  int error{0};  ///< for Kind::error: the errno the request fails with
-};
-void inject_io_uring_fault(IoUringFault fault) noexcept;
 
 }  // namespace kvikio::detail

@@ -2,6 +2,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 #include "io/io_uring/io_uring_io.hpp"
+#include "io/io_uring/test_hooks.hpp"
 
 #include <liburing.h>
 #include <sys/uio.h>
