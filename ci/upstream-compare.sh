@@ -7,9 +7,15 @@
 # libkvikio-cu13 wheel), interleaved (upstream, ours, upstream, ours) for ROUNDS rounds (2), in
 # one run:
 #   local   pread of a hot 8 GiB file (LOCAL_SIZE) into device and pinned host memory, 4 MiB
-#           tasks, threads THREADS (1,2,4,8,16), medians of 5, KVIKIO_COMPAT_MODE=ON;
+#           tasks, threads THREADS (1,2,4,8,16), medians of 5, KVIKIO_COMPAT_MODE=ON, and the
+#           plain way beside them (cpp/benchmarks/upstream/whole_file.cpp);
+#   write   pwrite of a 2 GiB file (WRITE_SIZE) over its hot pages from device and pinned host
+#           memory, the same threads and tasks, medians of 3, the plain way beside them;
+#   async   read_async on one stream: 1024 x 64 KiB and 64 x 1 MiB of the hot file, pool of 4,
+#           medians of 5, and how long each call keeps its caller;
 #   remote  RemoteHandle::pread of a 2 GiB object from loopback nginx (8 workers, sendfile),
-#           both transports (KVIKIO_REMOTE_IO_BACKEND), medians of 3;
+#           both transports (KVIKIO_REMOTE_IO_BACKEND), threads REMOTE_THREADS (THREADS),
+#           medians of 3;
 #   defaults  the same file read with no KVIKIO_* setting at all (each library's defaults);
 #   reader  the reader's workload (cpp/benchmarks/reader_workload.hpp) on the same file: 4
 #           callers x 8 reads in flight of 64 KiB, 1 MiB and 8 MiB at random unaligned offsets,
@@ -18,7 +24,7 @@
 #           reads (p50/p99); peak RSS; and the plain way with no library (PLAIN_THREADS threads,
 #           "8 16": pread(2), plus one copy and its wait per read for device memory). The order of
 #           the libraries alternates between rounds. Its table: ci/reader-table.py.
-# LOCAL=0, REMOTE=0, DEFAULTS=0, READER=0 leave a part out.
+# LOCAL=0, WRITE=0, ASYNC=0, REMOTE=0, DEFAULTS=0, READER=0 leave a part out.
 # BEFORE=<dir> adds an earlier build of this project as library "before" (the same harnesses
 # and its lib/ in that folder, found through their RUNPATH $ORIGIN/lib), interleaved with the
 # others: the regression check of a change (ci/reader-table.py shows ours / before).
@@ -99,6 +105,9 @@ bin_of() {
     *) echo "$cmp/ours" ;;
   esac
 }
+# has <library> <harness>: whether that library's folder has the harness (an earlier build kept
+# as "before" may predate it).
+has() { [[ -x $(bin_of "$1")/$2 ]]; }
 libs=(upstream ours)
 [[ -n ${BEFORE:-} ]] && libs=(upstream before ours)
 
@@ -108,6 +117,22 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
   for lib in "${libs[@]}"; do
     [[ ${LOCAL:-1} == 1 ]] &&
       KVIKIO_COMPAT_MODE=ON run "$lib" "$(bin_of $lib)/pread_bench" "$lib" "$file" 4 "$threads" 5
+  done
+  [[ ${LOCAL:-1} == 1 ]] && run plain "$cmp/ours/whole_file" plain read "$file" "$threads" 5
+  for lib in "${libs[@]}" plain; do
+    [[ ${WRITE:-1} == 1 ]] || break
+    has "$lib" whole_file || continue
+    KVIKIO_COMPAT_MODE=ON WHOLE_FILE_SIZE=${WRITE_SIZE:-2147483648} run "$lib" \
+      "$(bin_of "$lib")/whole_file" "$lib" write "$work/written.bin" "$threads" 3
+  done
+  for lib in "${libs[@]}"; do
+    [[ ${ASYNC:-1} == 1 ]] || break
+    has "$lib" read_async_bench || continue
+    for reads in "65536 1024" "1048576 64"; do
+      # shellcheck disable=SC2086 # size and count
+      KVIKIO_COMPAT_MODE=ON KVIKIO_NTHREADS=4 run "$lib" "$(bin_of "$lib")/read_async_bench" "$lib" \
+        "$file" $reads 5
+    done
   done
   # OURS_VARIANTS: ours once more per variant, with its settings, labelled ours-<name>.
   for variant in ${OURS_VARIANTS:-}; do
@@ -120,12 +145,12 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     for lib in "${libs[@]}"; do
       KVIKIO_COMPAT_MODE=ON KVIKIO_REMOTE_IO_BACKEND=$backend \
         run "$lib" "$(bin_of $lib)/remote_bench" "$lib/$backend" http://127.0.0.1:18090/obj.bin 4 \
-        "$threads" 3
+        "${REMOTE_THREADS:-$threads}" 3
     done
     for variant in ${OURS_REMOTE_VARIANTS:-}; do
       KVIKIO_COMPAT_MODE=ON KVIKIO_REMOTE_IO_BACKEND=$backend run_variant "$variant" \
         "$cmp/ours/remote_bench" "ours-${variant%%:*}/$backend" http://127.0.0.1:18090/obj.bin 4 \
-        "$threads" 3
+        "${REMOTE_THREADS:-$threads}" 3
     done
   done
   for lib in "${libs[@]}"; do
@@ -163,7 +188,8 @@ done
 kill "$nginx_pid" 2>/dev/null
 wait 2>/dev/null
 rm -rf "$work"
-if [[ ${LOCAL:-1} == 1 || ${REMOTE:-1} == 1 || ${DEFAULTS:-1} == 1 ]]; then
+if [[ ${LOCAL:-1} == 1 || ${WRITE:-1} == 1 || ${ASYNC:-1} == 1 || ${REMOTE:-1} == 1 ||
+  ${DEFAULTS:-1} == 1 ]]; then
   python3 "$root/ci/upstream-table.py" "$log" "$OUT/gpu.txt" "$OUT/compare.svg" >"$OUT/compare.md" ||
     status=1
   cat "$OUT/compare.md"

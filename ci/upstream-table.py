@@ -14,9 +14,10 @@ import statistics
 import sys
 from collections import defaultdict
 
-PREAD = re.compile(r"^(\S+)\s+pread (\w+)\s+threads\s+(\d+) task\s+\d+ MiB: median\s+([\d.]+)")
+PREAD = re.compile(r"^(\S+)\s+(pread|pwrite) (\w+)\s+threads\s+(\d+) task\s+\d+ MiB: median\s+([\d.]+)")
 REMOTE = re.compile(r"^(\S+)\s+remote (\w+)\s+threads\s+(\d+)(?: task\s+\d+ MiB: median\s+([\d.]+)|: error: (.*))")
 DEFAULTS = re.compile(r"^(\S+)\s+defaults (\w+)\s*: median\s+([\d.]+)")
+ASYNC = re.compile(r"^(\S+)\s+read_async (\d+) x (\d+): median\s+([\d.]+).* after ([\d.]+) us")
 CPU = re.compile(r"^cpu (\w+) user ([\d.]+) sys ([\d.]+) wall ([\d.]+)")
 TRANSPORT = {"EASY_THREADPOOL": "remote easy", "MULTI_POLL": "remote multi-poll"}
 
@@ -33,8 +34,12 @@ def parse(path):
             command = line
             continue
         if m := PREAD.match(line):
-            lib, mem, t, med = m.groups()
-            results[("pread", mem)][lib][int(t)].append(float(med))
+            lib, verb, mem, t, med = m.groups()
+            results[(verb, mem)][lib][int(t)].append(float(med))
+        elif m := ASYNC.match(line):
+            lib, size, count, med, held = m.groups()
+            results[("read_async", f"{int(size) >> 10} KiB x {count}")][lib][0].append(
+                (float(med), float(held)))
         elif m := REMOTE.match(line):
             label, mem, t, med, err = m.groups()
             lib, _, backend = label.partition("/")
@@ -63,7 +68,7 @@ def table(results, errors):
     out = []
     ratios = {}
     for (kind, mem), libs in sorted(results.items()):
-        if kind == "defaults":
+        if kind in ("defaults", "read_async"):
             continue
         # "ours" and its variants ("ours-posix": another setting of ours), each against upstream
         variants = ["ours"] + sorted(lib for lib in libs if lib not in ("upstream", "ours"))
@@ -99,6 +104,20 @@ def table(results, errors):
             out.append(f"| {mem} | {', '.join(f'{v:.2f}' for v in up)} | "
                        f"{', '.join(f'{v:.2f}' for v in ours)} | "
                        f"{'–' if r is None else f'**{r:.2f}**'} |")
+    stream = {what: libs for (kind, what), libs in results.items() if kind == "read_async"}
+    if stream:
+        out.append("\n**read_async** on one stream (GB/s by round; the caller back after, us per "
+                   "call, median)\n")
+        out.append("| reads | upstream GB/s | ours GB/s | ours / upstream | upstream us | ours us |")
+        out.append("|---|---|---|---|---|---|")
+        for what, libs in sorted(stream.items()):
+            up, ours = libs["upstream"].get(0, []), libs["ours"].get(0, [])
+            r = ratio([g for g, _ in ours], [g for g, _ in up])
+            out.append(f"| {what} | {', '.join(f'{g:.2f}' for g, _ in up)} | "
+                       f"{', '.join(f'{g:.2f}' for g, _ in ours)} | "
+                       f"{'–' if r is None else f'**{r:.2f}**'} | "
+                       f"{', '.join(f'{h:.0f}' for _, h in up)} | "
+                       f"{', '.join(f'{h:.1f}' for _, h in ours)} |")
     return "\n".join(out), ratios
 
 

@@ -8,7 +8,7 @@
  * @brief Batches of reads and writes submitted together and completed one by one.
  *
  * With cuFile's batch API (cuFileBatchIO*) when the files use cuFile; otherwise (compat mode)
- * the batch runs on KvikIO's thread pool, where upstream KvikIO throws.
+ * the batch runs on KvikIO's thread pool.
  */
 
 #include <sys/types.h>

@@ -51,8 +51,8 @@ class CudaPinnedAllocator {
 };
 
 /**
- * @brief Upstream's name for pinned memory that is also page-aligned: what
- * CudaPinnedAllocator's `cuMemHostAlloc` gives already.
+ * @brief Pinned memory that is also page-aligned: the same as CudaPinnedAllocator, whose
+ * `cuMemHostAlloc` gives page-aligned memory already.
  */
 class CudaPageAlignedPinnedAllocator : public CudaPinnedAllocator {};
 
@@ -141,8 +141,8 @@ class BounceBufferPool {
    */
   void put(void* ptr, std::size_t size) noexcept;
 
-  /// @brief Frees every buffer waiting in the pool and in its part pools; returns the bytes freed
-  /// (upstream's meaning).
+  /// @brief Frees every buffer waiting in the pool and in its part pools; returns the bytes
+  /// freed.
   std::size_t clear();
 
   /// @brief Bytes this pool and its part pools hold: buffers waiting and buffers on loan.
@@ -202,7 +202,7 @@ class BounceBufferPool {
  * the others.
  *
  * The slots share one `KVIKIO_BOUNCE_BUFFER_SIZE` buffer (slot size = buffer size / k, rounded
- * down to whole pages), so a ring costs no more pinned memory than upstream's single buffer.
+ * down to whole pages), so a ring costs no more pinned memory than a single buffer.
  * Sources that keep more bytes in flight than one buffer holds (io_uring) take several.
  * A ring belongs to one task on one thread. Invariants: a slot is never refilled while a copy
  * from it is pending (next() waits on its event, which happens only on wrap-around), and a slot

@@ -45,8 +45,7 @@ enum class LocalIOBackend : uint8_t {
 /**
  * @brief Transport for remote I/O (`KVIKIO_REMOTE_IO_BACKEND`, or `KVIKIO_REMOTE_BACKEND`).
  *
- * Upstream's names; `LIBCURL_EASY` and `LIBCURL_MULTI_POLL` are this project's spellings of the
- * same two values.
+ * `LIBCURL_EASY` and `LIBCURL_MULTI_POLL` are other spellings of the same two values.
  */
 enum class RemoteIOBackend : uint8_t {
   EASY_THREADPOOL    = 0,  ///< one blocking libcurl easy transfer per task on the thread pool
@@ -73,7 +72,8 @@ namespace detail {
 
 /// @brief The least bounce buffer the library stages through. A smaller bounce_buffer_size() is
 /// accepted (and reported back) as set, but staging uses this much: 1-byte buffers would cut a
-/// read into a copy per byte. (No more: upstream's tests set 1024 and count the bytes freed.)
+/// read into a copy per byte. (No more: from 1024 bytes up, the size set is the size used, so
+/// that the bytes a pool frees are whole buffers of that size.)
 inline constexpr std::size_t least_staging_size = 1 << 10;
 
 /// @brief The bytes of each pinned bounce buffer: defaults::bounce_buffer_size(), at least
@@ -111,7 +111,7 @@ struct Settings {
   static std::span<std::string_view const> known_variables() noexcept;
 };
 
-/// @brief Parses `ON|OFF|AUTO` (and upstream's other spellings) of variable `name`.
+/// @brief Parses `ON|OFF|AUTO` (also `true|yes|1`, `false|no|0`; any case) of variable `name`.
 /// @throws std::invalid_argument naming the variable and its value
 CompatMode parse_compat_mode(std::string_view name, std::string_view value);
 /// @brief Parses `auto|posix|io_uring` (any case). @throws std::invalid_argument
@@ -133,7 +133,7 @@ char const* reactor_dispatch_name(RemoteReactorDispatch dispatch) noexcept;
 /**
  * @brief Reads `env_var_name` as a `T` (surrounding white space ignored), or returns
  * `default_val` if it is unset. Set to nothing, it is the empty string for `std::string` and an
- * error for any other type (as upstream's).
+ * error for any other type.
  * @throws std::invalid_argument "unknown config value NAME=VALUE ..." if it is set to something
  * that is not a `T`, empty included.
  */
@@ -141,8 +141,8 @@ template <typename T>
 T getenv_or(std::string_view env_var_name, T default_val);
 
 /**
- * @brief Reads `env_var_names`, aliases of one setting (upstream's contract): those that are set
- * must hold the same text, and the last of them is read as getenv_or() reads one name.
+ * @brief Reads `env_var_names`, aliases of one setting: those that are set must hold the same
+ * text, and the last of them is read as getenv_or() reads one name.
  * @return (the variable read or "", its value or `default_val`, whether one was set)
  * @throws std::invalid_argument if `env_var_names` is empty, if two set aliases differ
  * ("Environment variable B (20) has already been set by its alias A (10) with a different

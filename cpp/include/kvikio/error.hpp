@@ -45,9 +45,9 @@ struct CUfileException : public std::runtime_error {
 class GenericSystemError : public std::system_error {
  public:
   /// @brief Uses the current value of `errno`.
-  GenericSystemError(std::string const& msg);  // NOLINT(google-explicit-constructor): upstream's
+  GenericSystemError(std::string const& msg);  // NOLINT(google-explicit-constructor): public API
   /// @brief Uses the current value of `errno`.
-  GenericSystemError(char const* msg);  // NOLINT(google-explicit-constructor): upstream's
+  GenericSystemError(char const* msg);  // NOLINT(google-explicit-constructor): public API
   /// @brief Uses the given errno value.
   GenericSystemError(int err, std::string const& msg);
   /// @brief Uses the given errno value.
@@ -57,9 +57,9 @@ class GenericSystemError : public std::system_error {
 namespace detail {
 
 /**
- * @brief A read that reached the end of the file before its last byte; a `CUfileException`,
- * as upstream throws there ("POSIX error on pread: EOF"), of its own type so that callers can
- * tell it apart.
+ * @brief A read that reached the end of the file before its last byte: a `CUfileException`
+ * ("POSIX error on pread: EOF"), which is what callers catch, in a type of its own so that
+ * callers can also tell it apart.
  */
 struct EndOfFileError : public CUfileException {
   using CUfileException::CUfileException;
@@ -75,7 +75,7 @@ std::string failure_location(char const* file, int line);
  */
 std::string cuda_error_description(CUresult result) noexcept;
 
-/// @brief "CUDA error at: <file>:<line>: CUDA_ERROR_X(description)", upstream's wording.
+/// @brief "CUDA error at: <file>:<line>: CUDA_ERROR_X(description)".
 std::string cuda_error_message(CUresult result, char const* file, int line);
 
 /**
@@ -105,7 +105,7 @@ std::string bytes_done_error_message(long err, char const* file, int line);
 
 /**
  * @brief Throws `Exception` with "KvikIO failure at: <file>:<line>: " and the message
- * `msg_func()` returns ("(no message)" when empty), as upstream's `KVIKIO_FAIL` does.
+ * `msg_func()` returns ("(no message)" when empty): what `KVIKIO_FAIL` throws.
  */
 template <typename Exception, typename MsgFunc>
 [[noreturn]] void kvikio_fail(MsgFunc&& msg_func, int line_number, char const* filename)

@@ -116,7 +116,7 @@ class FileHandle {
    * @param sync_default_stream for cuFile I/O: synchronise the legacy default stream first, so
    * that work queued on it has landed (cuFile is not ordered with it). Staged (POSIX, io_uring)
    * I/O is always ordered after work queued earlier on the legacy default stream, as the
-   * non-async CUDA API is: its copies run on blocking streams (upstream's rule too).
+   * non-async CUDA API is: its copies run on blocking streams.
    * @return bytes read.
    * @throws kvikio::CUfileException "POSIX error on pread: EOF" if the file ends first;
    * kvikio::CUfileException or
@@ -142,8 +142,8 @@ class FileHandle {
    * tasks of `task_size` on `thread_pool`.
    *
    * Reads smaller than `gds_threshold` (host or device memory) run on the calling thread: a
-   * task hand-off costs more than they do (upstream shortcuts device reads only). The future holds
-   * the bytes read, or the first error of any task; it is ready only after every task finished.
+   * task hand-off costs more than they do. The future holds the bytes read, or the first error
+   * of any task; it is ready only after every task finished.
    * @throws std::invalid_argument for a null buffer, a task size of 0 or a null pool;
    * std::overflow_error if `file_offset + size` overflows.
    */
@@ -174,7 +174,7 @@ class FileHandle {
    * the stream gets there. Otherwise the read runs on the thread pool through the bounce-buffer
    * ring, its copies waiting for the stream's earlier work, and the stream waits for it (stream
    * memory operations, or a host function where the driver lacks them); the arguments are read
-   * at the call. Upstream instead synchronises the stream and reads before returning.
+   * at the call.
    */
   void read_async(void* devPtr_base,
                   std::size_t* size_p,
@@ -236,6 +236,13 @@ class FileHandle {
                       ssize_t* bytes_p,
                       CUstream stream,
                       std::shared_ptr<std::exception_ptr> error = nullptr);
+  // The body of the read_async() and write_async() that return a StreamFuture.
+  StreamFuture async_transfer(Direction dir,
+                              void* devPtr_base,
+                              std::size_t size,
+                              off_t file_offset,
+                              off_t devPtr_offset,
+                              CUstream stream);
   // The body of pread() and pwrite().
   std::future<std::size_t> parallel_transfer(Direction dir,
                                              void* buf,

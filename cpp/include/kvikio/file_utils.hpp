@@ -106,7 +106,7 @@ class CUFileHandleWrapper {
  *
  * `r` read, `r+` read/write, `w` write (create, truncate), `w+` read/write (create, truncate);
  * a `b` (Python's binary mode) may follow or precede the `+`. Any other character is refused
- * (upstream ignores them, so that `rw+` opened read-only).
+ * (ignoring it would open `rw+` read-only).
  * @param flags the flag string.
  * @param o_direct add `O_DIRECT`.
  * @throws std::invalid_argument "Unknown file open flag" (or for `a`, "Open flag 'a' isn't

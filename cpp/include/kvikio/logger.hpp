@@ -7,9 +7,9 @@
  * @file logger.hpp
  * @brief KvikIO's log macros, `KVIKIO_LOG_TRACE` ... `KVIKIO_LOG_CRITICAL`.
  *
- * Each takes a message: a format string with `{}` placeholders and its arguments, as upstream's
- * do, or pieces to concatenate. Lines go to stderr or `KVIKIO_LOG_FILE` at `KVIKIO_LOG_LEVEL` or
- * above (docs/settings.md).
+ * Each takes a message: a format string with `{}` placeholders and its arguments, or pieces to
+ * concatenate. Lines go to stderr or `KVIKIO_LOG_FILE` at `KVIKIO_LOG_LEVEL` or above
+ * (docs/settings.md).
  */
 
 #include <kvikio/detail/logger.hpp>

@@ -5,7 +5,7 @@
 
 /**
  * @file logger_macros.hpp
- * @brief Upstream's header of the `KVIKIO_LOG_*` macros; here they are those of logger.hpp.
+ * @brief The `KVIKIO_LOG_*` macros: this header includes logger.hpp, which defines them.
  */
 
 #include <kvikio/logger.hpp>

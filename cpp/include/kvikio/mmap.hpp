@@ -70,7 +70,7 @@ class MmapHandle {
   [[nodiscard]] std::size_t initial_map_offset() const noexcept;
   /// @brief Size of the file when it was opened; 0 if closed.
   [[nodiscard]] std::size_t file_size() const;
-  /// @brief file_size(), as upstream defines it (not the bytes mapped).
+  /// @brief file_size() (not the bytes mapped).
   [[nodiscard]] std::size_t nbytes() const;
   /// @brief Whether the handle is closed (default-constructed, moved from, or close()d).
   [[nodiscard]] bool closed() const noexcept;

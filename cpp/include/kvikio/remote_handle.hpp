@@ -65,7 +65,7 @@ bool is_url_valid_for(RemoteEndpointType type, std::string const& url) noexcept;
  */
 class RemoteEndpoint {
  protected:
-  /// @brief The kind of endpoint, as given to the constructor (upstream's protected member).
+  /// @brief The kind of endpoint, as given to the constructor.
   RemoteEndpointType _remote_endpoint_type{RemoteEndpointType::AUTO};
   /// @brief For subclasses: records the kind of endpoint they are.
   explicit RemoteEndpoint(RemoteEndpointType type) noexcept : _remote_endpoint_type{type} {}
@@ -323,11 +323,11 @@ class RemoteHandle {
 
   /**
    * @brief Reads `size` bytes at `file_offset` into device memory `devPtr` in the order of
-   * `stream`, without blocking the caller (ours; upstream has none): the bytes land after the
-   * stream's earlier work and before its later work. The requests run on the default thread
-   * pool (each one as read() makes it, with this handle's transport), staged through the
-   * stream's ring of pinned slots, as FileHandle::read_async. The handle must outlive the
-   * operation (until the future is done or the stream has passed it).
+   * `stream`, without blocking the caller: the bytes land after the stream's earlier work and
+   * before its later work. The requests run on the default thread pool (each one as read()
+   * makes it, with this handle's transport), staged through the stream's ring of pinned slots,
+   * as FileHandle::read_async. The handle must outlive the operation (until the future is done
+   * or the stream has passed it).
    * @return a future whose check_bytes_done() synchronises the stream and returns `size`, or
    * throws the first request's error.
    * @throws std::invalid_argument if the range is past the end or `devPtr` is not device memory;

@@ -116,7 +116,7 @@ namespace detail {
 class PushAndPopContext {
  public:
   /// @throws kvikio::CUfileException if the push fails.
-  PushAndPopContext(CUcontext ctx);  // NOLINT(google-explicit-constructor): upstream's signature
+  PushAndPopContext(CUcontext ctx);  // NOLINT(google-explicit-constructor): public API
   /// @brief Pushes `get_context_from_pointer(devPtr)`.
   explicit PushAndPopContext(void const* devPtr);
   /// @brief Pops; a failure is logged, not thrown.

@@ -117,7 +117,7 @@ template <typename T>
 void expect_in(char const* setter, char const* what, T value, detail::Bounds b)
 {
   auto const call = std::string{" (defaults::"} + setter + "(" + std::to_string(value) + "))";
-  if (b.min == 1 && value <= 0) {  // upstream's wording
+  if (b.min == 1 && value <= 0) {  // wording callers match on (docs/migration.md)
     throw std::invalid_argument(std::string{what} + " must be a positive integer" + call);
   }
   if ((std::is_signed_v<T> && value < 0) || static_cast<std::uint64_t>(value) < b.min ||
@@ -184,8 +184,9 @@ std::size_t detail::staging_buffer_size()
 
 std::vector<int> const& defaults::http_status_codes()
 {
-  // Upstream returns a reference. Each value the setting has had is kept, never changed or
-  // freed (a handful per process), so a reference stays valid and unchanged on every thread.
+  // Returns a reference (the public signature). Each value the setting has had is kept, never
+  // changed or freed (a handful per process), so a reference stays valid and unchanged on every
+  // thread.
   static std::mutex mutex;
   static detail::BuiltOnce<std::deque<std::vector<int>>> built;
   auto* const values = &built.get([] { return new std::deque<std::vector<int>>(); });

@@ -20,8 +20,8 @@ namespace kvikio {
 template <typename T>
 T getenv_or(std::string_view env_var_name, T default_val)
 {
-  // As upstream: set is set, empty included (an empty string is a value; for any other type it
-  // is an error that names it).
+  // Set is set, empty included (an empty string is a value; for any other type it is an error
+  // that names it).
   char const* raw = std::getenv(std::string{env_var_name}.c_str());
   if (raw == nullptr) { return default_val; }
   std::string const text{detail::trim(raw)};
@@ -67,8 +67,8 @@ T getenv_or(std::string_view env_var_name, T default_val)
   }
 }
 
-// Upstream's contract: the last of the names that is set wins, and names that are set must hold
-// the same text.
+// The aliases' contract: the last of the names that is set wins, and names that are set must
+// hold the same text.
 template <typename T>
 std::tuple<std::string_view, T, bool> getenv_or(
   std::initializer_list<std::string_view> env_var_names, T default_val)

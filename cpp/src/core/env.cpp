@@ -26,7 +26,7 @@ std::string_view trim(std::string_view s) noexcept
 
 namespace {
 
-// Upstream's wording first, then what was expected.
+// The fixed wording callers match on first, then what was expected.
 [[noreturn]] void invalid(std::string_view name, std::string_view value, std::string_view expected)
 {
   throw std::invalid_argument("unknown config value " + std::string{name} + "=" +

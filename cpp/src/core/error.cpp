@@ -33,7 +33,7 @@ GenericSystemError::GenericSystemError(int err, char const* msg)
 namespace detail {
 namespace {
 
-// "<kind> at: <file>:<line>: ", the start of upstream's messages.
+// "<kind> at: <file>:<line>: ", the start of every located error message.
 std::string located(char const* kind, char const* file, int line)
 {
   return std::string{kind} + " at: " + file + ":" + std::to_string(line) + ": ";

@@ -47,7 +47,7 @@ void* CudaPinnedAllocator::allocate(std::size_t size)
   void* buffer{};
   CUresult const r = api.MemHostAlloc(&buffer, size, CU_MEMHOSTALLOC_PORTABLE);
   if (r != CUDA_SUCCESS) {
-    // Upstream's wording first, then what was asked for and which settings decide it.
+    // The CUDA error's fixed wording first, then what was asked for and which settings decide it.
     throw CUfileException(detail::cuda_error_message(r, __FILE__, __LINE__) + " [KvikIO: pinning " +
                           std::to_string(size) +
                           " bytes of host memory for staging failed; each pool thread pins "
@@ -131,7 +131,7 @@ typename BounceBufferPool<Allocator>::Buffer BounceBufferPool<Allocator>::get()
 template <typename Allocator>
 void BounceBufferPool<Allocator>::put(void* ptr, std::size_t size) noexcept
 {
-  // A buffer of a size the setting no longer asks for is freed now, not kept (as upstream's).
+  // A buffer of a size the setting no longer asks for is freed now, not kept.
   std::size_t wanted = size;
   try {
     wanted = size_now();

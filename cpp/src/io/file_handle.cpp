@@ -202,7 +202,7 @@ void FileHandle::check_range(void const* buf,
 
 void FileHandle::check_allowed(Direction dir) const
 {
-  // Upstream's wording and type for I/O its open flags forbid.
+  // I/O the open flags forbid: a CUfileException in the fixed wording callers match on.
   bool const reading = dir == Direction::read;
   KVIKIO_EXPECT(access_mode_ != (reading ? O_WRONLY : O_RDONLY),
                 "POSIX error: Operation not permitted: " + path_ + " was opened with flags \"" +

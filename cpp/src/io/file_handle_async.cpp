@@ -107,17 +107,17 @@ void FileHandle::async_transfer(Direction dir,
   auto* const mover      = &detail::host_mover(reading, size, file.pool_threads);
   auto* const state      = state_.get();
   detail::run_stream_ordered(
-    stream,
-    reading,
-    convert_void2deviceptr(devPtr_base) + devPtr_offset,
-    size,
-    file_offset,
-    defaults::task_size(),
+    {.stream      = stream,
+     .to_device   = reading,
+     .device      = convert_void2deviceptr(devPtr_base) + devPtr_offset,
+     .size        = size,
+     .file_offset = file_offset,
+     .piece_size  = defaults::task_size(),
+     .threads     = pool->get_thread_count()},
     [lease, mover, reading, state, file](void* host, std::size_t n, std::size_t offset) {
       return detail::host_transfer(
-        *mover, reading, *state, file, static_cast<std::byte*>(host), n, offset);
+        *mover, reading, *state, file, {static_cast<std::byte*>(host), n, offset});
     },
-    pool->get_thread_count(),
     detail::report_stream_ordered(bytes_p, std::move(error), what));
 }
 
@@ -143,24 +143,29 @@ void FileHandle::write_async(void* devPtr_base,
     Direction::write, devPtr_base, size_p, file_offset_p, devPtr_offset_p, bytes_written_p, stream);
 }
 
-StreamFuture FileHandle::read_async(
-  void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
+StreamFuture FileHandle::async_transfer(Direction dir,
+                                        void* devPtr_base,
+                                        std::size_t size,
+                                        off_t file_offset,
+                                        off_t devPtr_offset,
+                                        CUstream stream)
 {
   StreamFuture future{devPtr_base, size, file_offset, devPtr_offset, stream};
   auto [base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s] = future.get_args();
-  async_transfer(
-    Direction::read, base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s, future.error_);
+  async_transfer(dir, base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s, future.error_);
   return future;
+}
+
+StreamFuture FileHandle::read_async(
+  void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
+{
+  return async_transfer(Direction::read, devPtr_base, size, file_offset, devPtr_offset, stream);
 }
 
 StreamFuture FileHandle::write_async(
   void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
 {
-  StreamFuture future{devPtr_base, size, file_offset, devPtr_offset, stream};
-  auto [base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s] = future.get_args();
-  async_transfer(
-    Direction::write, base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s, future.error_);
-  return future;
+  return async_transfer(Direction::write, devPtr_base, size, file_offset, devPtr_offset, stream);
 }
 
 }  // namespace kvikio

@@ -30,17 +30,13 @@
 namespace kvikio {
 namespace detail {
 
-std::size_t host_transfer(ByteMover& mover,
-                          bool reading,
-                          FileState& state,
-                          LocalFile const& file,
-                          std::byte* buf,
-                          std::size_t size,
-                          std::size_t file_offset)
+std::size_t host_transfer(
+  ByteMover& mover, bool reading, FileState& state, LocalFile const& file, HostPiece piece)
 {
-  if (reading) { return host_io(mover, true, file, buf, size, file_offset); }
+  KVIKIO_NVTX_FUNC_RANGE();
+  if (reading) { return host_io(mover, true, file, piece); }
   return state.counted_write(
-    file.fd, file_offset, [&] { return host_io(mover, false, file, buf, size, file_offset); });
+    file.fd, piece.offset, [&] { return host_io(mover, false, file, piece); });
 }
 
 }  // namespace detail
@@ -151,13 +147,14 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
     auto* const bytes = static_cast<std::byte*>(buf);
     if (plan.strategy == detail::LocalStrategy::on_caller) {
       return done_here([&] {
-        return detail::host_transfer(*mover, reading, *state, file, bytes, size, file_offset);
+        return detail::host_transfer(*mover, reading, *state, file, {bytes, size, file_offset});
       });
     }
     return parallel_io(
       [lease, mover, reading, state, file, bytes](
         std::size_t buf_offset, std::size_t n, std::size_t offset) {
-        return detail::host_transfer(*mover, reading, *state, file, bytes + buf_offset, n, offset);
+        return detail::host_transfer(
+          *mover, reading, *state, file, {bytes + buf_offset, n, offset});
       },
       size,
       file_offset,

@@ -43,12 +43,7 @@ struct FileState {
 };
 
 // Host memory on the calling thread, through `mover` (a write grows the size `state` knows).
-std::size_t host_transfer(ByteMover& mover,
-                          bool reading,
-                          FileState& state,
-                          LocalFile const& file,
-                          std::byte* buf,
-                          std::size_t size,
-                          std::size_t file_offset);
+std::size_t host_transfer(
+  ByteMover& mover, bool reading, FileState& state, LocalFile const& file, HostPiece piece);
 
 }  // namespace kvikio::detail

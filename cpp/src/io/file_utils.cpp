@@ -147,8 +147,8 @@ void check_path(std::string const& file_path, std::string_view what)
 {
   auto const nul = file_path.find('\0');
   if (nul == std::string::npos) { return; }
-  // Shown with the NUL spelled out: the C string the kernel would see ends there, and names
-  // another file (upstream opened, and with "w" emptied, that one).
+  // Refused, shown with the NUL spelled out: the C string the kernel would see ends there, and
+  // names another file, which opening (and with "w" emptying) would hit.
   std::string shown = file_path;
   shown.replace(nul, 1, "\\0");
   throw std::invalid_argument(std::string{what} + " \"" + shown +

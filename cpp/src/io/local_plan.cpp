@@ -101,7 +101,7 @@ LocalPlan plan_local_transfer(bool reading,
                               LocalFile const& file)
 {
   std::size_t const threads   = pool.get_thread_count();
-  std::size_t const alignment = file.fd_direct >= 0 ? get_page_size() : 0;
+  std::size_t const alignment = file.direct() ? get_page_size() : 0;
   bool const cufile           = !host_memory && file.cufile != nullptr;
   LocalPlan plan;
   plan.mover            = cufile ? nullptr : &host_mover(reading, size, threads);

@@ -164,7 +164,7 @@ MmapHandle::MmapHandle(std::string const& file_path,
                        std::optional<int> map_flags)
   : path_{file_path}, map_offset_{initial_map_offset}
 {
-  // Upstream's flag checks: its wording, then which flags and file.
+  // Flag checks: the fixed wording callers match on, then which flags and file.
   int const oflags = open_fd_parse_flags(flags, false);
   KVIKIO_EXPECT((oflags & O_CREAT) == 0,
                 "File-backed mmap write is not supported yet: flags \"" + flags + "\" for " +
@@ -172,7 +172,7 @@ MmapHandle::MmapHandle(std::string const& file_path,
                 std::invalid_argument);
   // A file mapping for reading, nothing else: MAP_ANONYMOUS would read zeros as the file's
   // bytes, MAP_FIXED would map over whatever lives at the hint (address 0 here). Refused as
-  // mmap(2) refuses flags it cannot take (upstream's error: EINVAL, a GenericSystemError).
+  // mmap(2) refuses flags it cannot take (EINVAL, as a GenericSystemError).
   int const sharing = map_flags.value_or(MAP_PRIVATE) & (MAP_SHARED | MAP_PRIVATE);
   int const allowed =
     MAP_SHARED | MAP_PRIVATE | MAP_POPULATE | MAP_NORESERVE | MAP_LOCKED | MAP_NONBLOCK;
@@ -262,11 +262,11 @@ MmapHandle& MmapHandle::operator=(MmapHandle&& o) noexcept
 
 MmapHandle::~MmapHandle() noexcept { close(); }
 
-// A closed (or default-constructed) handle reads as empty, as upstream's does.
+// A closed (or default-constructed) handle reads as empty.
 std::size_t MmapHandle::initial_map_size() const noexcept { return closed() ? 0 : map_size_; }
 std::size_t MmapHandle::initial_map_offset() const noexcept { return closed() ? 0 : map_offset_; }
 std::size_t MmapHandle::file_size() const { return closed() ? 0 : file_size_; }
-// Upstream's nbytes() is the file's size too (not the mapped range's).
+// nbytes() is the file's size too (not the mapped range's), as the public API defines it.
 std::size_t MmapHandle::nbytes() const { return file_size(); }
 
 bool MmapHandle::closed() const noexcept { return fd_ < 0; }

@@ -30,10 +30,22 @@ std::optional<StreamWaitKind> forced_kind;
 std::optional<StreamWaitKind> last_kind;
 bool memops_refused = false;  // the driver said CUDA_ERROR_NOT_SUPPORTED once: stop asking
 
-/// What a host function on the stream needs; it deletes it when done.
+/// A counter's step done by a host function on the stream (no memory operations); the function
+/// deletes it when done.
 struct HostStep {
   Counter counter;
   std::uint32_t value;
+
+  static void wait(void* p)
+  {
+    std::unique_ptr<HostStep> const step{static_cast<HostStep*>(p)};
+    step->counter.wait_for(step->value);
+  }
+  static void store(void* p)
+  {
+    std::unique_ptr<HostStep> const step{static_cast<HostStep*>(p)};
+    step->counter.store(step->value);
+  }
 };
 
 /**
@@ -48,34 +60,13 @@ class StreamSide {
   /// The stream goes on once `counter` has reached `value`.
   CUresult wait(Counter counter, std::uint32_t value)
   {
-    if (kind_ == StreamWaitKind::stream_memops) {
-      CUstreamBatchMemOpParams p{};
-      p.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
-      p.waitValue.address   = counter.device();
-      p.waitValue.value     = value;
-      p.waitValue.flags     = CU_STREAM_WAIT_VALUE_GEQ;
-      return hold(p);
-    }
-    return launch(counter, value, [](void* p) {
-      std::unique_ptr<HostStep> const step{static_cast<HostStep*>(p)};
-      step->counter.wait_for(step->value);
-    });
+    return step(CU_STREAM_MEM_OP_WAIT_VALUE_32, counter, value);
   }
 
   /// The stream sets `counter` to `value` when it gets there (after its earlier work).
   CUresult signal(Counter counter, std::uint32_t value)
   {
-    if (kind_ == StreamWaitKind::stream_memops) {
-      CUstreamBatchMemOpParams p{};
-      p.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-      p.writeValue.address   = counter.device();
-      p.writeValue.value     = value;
-      return hold(p);
-    }
-    return launch(counter, value, [](void* p) {
-      std::unique_ptr<HostStep> const step{static_cast<HostStep*>(p)};
-      step->counter.store(step->value);
-    });
+    return step(CU_STREAM_MEM_OP_WRITE_VALUE_32, counter, value);
   }
 
   /// Enqueues the memory operations held: one batch, or one call where the driver has no
@@ -100,6 +91,26 @@ class StreamSide {
   }
 
  private:
+  // A wait (CU_STREAM_MEM_OP_WAIT_VALUE_32) or a signal (CU_STREAM_MEM_OP_WRITE_VALUE_32): a
+  // memory operation held for the next flush, or a host function on the stream.
+  CUresult step(CUstreamBatchMemOpType op, Counter counter, std::uint32_t value)
+  {
+    bool const waits = op == CU_STREAM_MEM_OP_WAIT_VALUE_32;
+    if (kind_ == StreamWaitKind::stream_memops) {
+      CUstreamBatchMemOpParams p{};
+      if (waits) {
+        p.waitValue = {op, counter.device(), {value}, CU_STREAM_WAIT_VALUE_GEQ, 0};
+      } else {
+        p.writeValue = {op, counter.device(), {value}, 0, 0};
+      }
+      return hold(p);
+    }
+    auto held        = std::make_unique<HostStep>(HostStep{counter, value});
+    CUresult const r = cudaAPI::instance().LaunchHostFunc(
+      stream_, waits ? &HostStep::wait : &HostStep::store, held.get());
+    if (r == CUDA_SUCCESS) { (void)held.release(); }  // the host function deletes it
+    return r;
+  }
   CUresult hold(CUstreamBatchMemOpParams const& p)
   {
     if (held_ == ops_.size()) {
@@ -107,13 +118,6 @@ class StreamSide {
     }
     ops_[held_++] = p;
     return CUDA_SUCCESS;
-  }
-  CUresult launch(Counter counter, std::uint32_t value, CUhostFn fn) const
-  {
-    auto step        = std::make_unique<HostStep>(HostStep{counter, value});
-    CUresult const r = cudaAPI::instance().LaunchHostFunc(stream_, fn, step.get());
-    if (r == CUDA_SUCCESS) { (void)step.release(); }  // the host function deletes it
-    return r;
   }
   CUstream stream_;
   StreamWaitKind kind_;
@@ -289,16 +293,11 @@ std::function<void(ssize_t, std::exception_ptr)> report_stream_ordered(
   };
 }
 
-void run_stream_ordered(CUstream stream,
-                        bool to_device,
-                        CUdeviceptr device,
-                        std::size_t size,
-                        std::size_t file_offset,
-                        std::size_t piece_size,
+void run_stream_ordered(StreamOrderedRange const& range,
                         StreamOrderedHostIo host_io,
-                        std::size_t threads,
                         std::function<void(ssize_t bytes, std::exception_ptr error)> on_done)
 {
+  auto const [stream, to_device, device, size, file_offset, piece_size, threads] = range;
   KVIKIO_EXPECT(
     piece_size > 0, "stream-ordered I/O: the task size must be positive", std::invalid_argument);
   if (size == 0) {

@@ -29,9 +29,20 @@ enum class StreamWaitKind {
 using StreamOrderedHostIo =
   std::function<std::size_t(void* host, std::size_t size, std::size_t file_offset)>;
 
+/// @brief What a stream-ordered operation moves, and with how many workers (see below).
+struct StreamOrderedRange {
+  CUstream stream;
+  bool to_device;  ///< a read (file to device) or a write
+  CUdeviceptr device;
+  std::size_t size;
+  std::size_t file_offset;
+  std::size_t piece_size;  ///< the host I/O's pieces (KVIKIO_TASK_SIZE)
+  std::size_t threads;     ///< at least this many workers; sizes the staging
+};
+
 /**
- * @brief Moves `size` bytes between `device` and a file (or remote object) at `file_offset`,
- * in the order of `stream`, without blocking the caller.
+ * @brief Moves `size` bytes of `range` between `device` and a file (or remote object) at
+ * `file_offset`, in the order of `stream`, without blocking the caller.
  *
  * Staging is the stream's own ring of pinned slots (`threads` x KVIKIO_BOUNCE_BUFFER_SIZE split
  * into KVIKIO_NUM_BOUNCE_BUFFERS slots), kept between calls. Every device copy is enqueued on
@@ -53,14 +64,8 @@ using StreamOrderedHostIo =
  * The caller has pushed the context of `stream`. @throws what the driver throws while
  * enqueuing (once the operation's tasks have ended, and the stream has run what was enqueued).
  */
-void run_stream_ordered(CUstream stream,
-                        bool to_device,
-                        CUdeviceptr device,
-                        std::size_t size,
-                        std::size_t file_offset,
-                        std::size_t piece_size,
+void run_stream_ordered(StreamOrderedRange const& range,
                         StreamOrderedHostIo host_io,
-                        std::size_t threads,
                         std::function<void(ssize_t bytes, std::exception_ptr error)> on_done);
 
 /**

@@ -100,7 +100,7 @@ std::size_t member_value(std::string const& json, std::size_t open, std::string_
 std::size_t parse_webhdfs_length(std::string const& json)
 {
   // {"FileStatus":{..., "length":1234, ...}}: the "length" of the FileStatus object itself
-  // (or, in an answer without a FileStatus, as upstream's test server gives, the outer object's
+  // (or, in an answer without a FileStatus, as simple test servers give, the outer object's
   // own "length"), a plain decimal integer ended by ',' or '}' (not 8.3e6, 12abc or -1), read
   // strictly: a size read wrong would truncate or overrun every later read. A "length" of any
   // other nested object is never taken.
@@ -126,7 +126,8 @@ std::size_t parse_webhdfs_length(std::string const& json)
          (json[next] == ',' || json[next] == '}');
   }
   if (!ok) {
-    // Upstream's words (which name its regular expression), then ours.
+    // The fixed wording callers match on (it names a regular expression, though none is used
+    // here), then what was wrong.
     throw std::runtime_error(
       "Regular expression search failed. Cannot extract file length from the JSON response. "
       "[KvikIO: WebHDFS GETFILESTATUS answer without a usable FileStatus \"length\" (a "
@@ -169,7 +170,7 @@ bool WebHdfsEndpoint::is_url_valid(std::string const& url) noexcept
 {
   try {
     auto const parsed = detail::parse_url(url);
-    // As upstream: a name node's port given, and a file after /webhdfs/v1/.
+    // A name node's port given, and a file after /webhdfs/v1/.
     return (parsed.scheme == "http" || parsed.scheme == "https") && parsed.port.has_value() &&
            parsed.path.rfind("/webhdfs/v1/", 0) == 0 && parsed.path.size() > 12;
   } catch (...) {

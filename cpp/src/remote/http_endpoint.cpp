@@ -50,7 +50,7 @@ bool HttpEndpoint::is_url_valid(std::string const& url) noexcept
 {
   try {
     auto const parsed = detail::parse_url(url);
-    // As upstream: a file to read, not only a server.
+    // A file to read, not only a server.
     return (parsed.scheme == "http" || parsed.scheme == "https") && parsed.path.size() > 1;
   } catch (...) {
     return false;
@@ -105,7 +105,7 @@ RemoteEndpointType infer_remote_endpoint_type(std::string const& url)
                           RemoteEndpointType::HTTP}) {
     if (detail::is_url_valid_for(type, url)) { return type; }
   }
-  // Upstream's errors: libcurl's for text that is not a URL ("Bad scheme"), then its own.
+  // libcurl's error for text that is not a URL ("Bad scheme"), else the one below.
   (void)detail::UrlParser::parse(url, CURLU_NON_SUPPORT_SCHEME);
   KVIKIO_FAIL("Unsupported endpoint URL. \"" + detail::url_for_message(url) +
                 "\" is none of s3://, http(s):// (HTTP, S3 presigned, WebHDFS)",

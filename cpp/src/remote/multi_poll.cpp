@@ -98,13 +98,10 @@ std::size_t MultiPollTransport::num_reactors() const
 
 std::future<std::size_t> MultiPollTransport::pread(RemoteEndpoint& endpoint,
                                                    std::size_t object_size,
-                                                   std::byte* buf,
-                                                   std::size_t size,
-                                                   std::size_t file_offset,
-                                                   std::size_t task_size,
-                                                   CUcontext device_context,
+                                                   Destination const& to,
                                                    std::shared_ptr<void> lease)
 {
+  auto const [buf, size, file_offset, task_size, device_context] = to;
   KVIKIO_NVTX_FUNC_RANGE();
   std::size_t const chunks     = (size + task_size - 1) / task_size;
   auto completion              = std::make_shared<PreadCompletion>(chunks, size, std::move(lease));

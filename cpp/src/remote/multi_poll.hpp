@@ -36,23 +36,29 @@ class MultiPollTransport {
   /// @brief The process-wide transport; its reactors start at the first pread.
   static MultiPollTransport& instance();
 
+  /// @brief Where one pread's bytes go: `size` bytes at `file_offset` of the object into `buf`,
+  /// host memory (`device_context` null) or device memory of that context, in chunks of
+  /// `task_size`.
+  struct Destination {
+    std::byte* buf;
+    std::size_t size;
+    std::size_t file_offset;
+    std::size_t task_size;
+    CUcontext device_context;
+  };
+
   /**
-   * @brief Reads `size` bytes at `file_offset` of `endpoint`, an object of `object_size` bytes
-   * as the server said at the open (a response that says otherwise fails; 0: not checked),
-   * into `buf`: host memory
-   * (`device_context` null) or device memory of that context. The future is ready when every
-   * chunk has arrived (or failed: the first error is reported, after the other chunks ended).
-   * `endpoint` and `buf` must live until then; `lease` (a RemoteHandle's, detail/in_flight.hpp)
-   * is held until no chunk uses the endpoint any more, just before the future is made ready;
-   * once its handle is closing, chunks are not retried and a stalled one is cut (RangeRequest).
+   * @brief Reads into `to` from `endpoint`, an object of `object_size` bytes as the server said
+   * at the open (a response that says otherwise fails; 0: not checked). The future is ready when
+   * every chunk has arrived (or failed: the first error is reported, after the other chunks
+   * ended). `endpoint` and `to.buf` must live until then; `lease` (a RemoteHandle's,
+   * detail/in_flight.hpp) is held until no chunk uses the endpoint any more, just before the
+   * future is made ready; once its handle is closing, chunks are not retried and a stalled one is
+   * cut (RangeRequest).
    */
   std::future<std::size_t> pread(RemoteEndpoint& endpoint,
                                  std::size_t object_size,
-                                 std::byte* buf,
-                                 std::size_t size,
-                                 std::size_t file_offset,
-                                 std::size_t task_size,
-                                 CUcontext device_context,
+                                 Destination const& to,
                                  std::shared_ptr<void> lease = nullptr);
 
   /**

@@ -56,8 +56,7 @@ class RangeRequest {
   /**
    * @brief Judges the attempt that just ran on `curl` and ended with `code`.
    * @return std::nullopt when the whole range arrived (the caller then finishes the sink), or
-   * the delay after which to call prepare() again (the warn-level log line says so in
-   * upstream's words).
+   * the delay after which to call prepare() again (the retry notice says so; see RetryRule).
    * @throws std::overflow_error if the server sent more than the range (it may ignore ranges);
    * std::runtime_error for any other failure, naming the URL, the range and the reason; what a
    * sink callback caught (a CUDA error) as it was thrown.

@@ -40,7 +40,7 @@ std::string type_name(RemoteEndpointType t)
   return "unknown";
 }
 
-// The names upstream's messages use.
+// The endpoint names the error messages use ("S3 public", "WebHDFS", ...).
 std::string upstream_type_name(RemoteEndpointType t)
 {
   switch (t) {
@@ -97,11 +97,7 @@ std::size_t read_range(RemoteEndpoint& endpoint,
     return detail::MultiPollTransport::instance()
       .pread(endpoint,
              object_size,
-             static_cast<std::byte*>(buf),
-             size,
-             file_offset,
-             size,
-             device_context,
+             {static_cast<std::byte*>(buf), size, file_offset, size, device_context},
              lease)
       .get();
   }
@@ -174,7 +170,7 @@ RemoteHandle RemoteHandle::open(std::string const& url,
       for (auto const t : allowed) {
         names += (names.empty() ? "" : ", ") + type_name(t);
       }
-      // Upstream's errors: libcurl's for text that is not a URL ("Bad scheme"), then its own.
+      // libcurl's error for text that is not a URL ("Bad scheme"), else the one below.
       (void)detail::UrlParser::parse(url, CURLU_NON_SUPPORT_SCHEME);
       KVIKIO_FAIL("Unsupported endpoint URL. \"" + detail::url_for_message(url) +
                     "\" fits none of the allowed types (" + names + ")",
@@ -186,8 +182,8 @@ RemoteHandle RemoteHandle::open(std::string const& url,
       upstream_type_name(type) + " is not in the allowlist. (" + detail::url_for_message(url) + ")",
       std::runtime_error);
     // S3-compatible servers (MinIO, s3rver) are not on amazonaws.com: explicit S3 takes their
-    // http(s) URLs too (upstream takes them only as s3:// with AWS_ENDPOINT_URL), but not a URL
-    // of another kind (a presigned URL, a WebHDFS one), which upstream refuses as we do.
+    // http(s) URLs too (not only as s3:// with AWS_ENDPOINT_URL), but not a URL of another kind
+    // (a presigned URL, a WebHDFS one), which is refused.
     bool const s3_compatible =
       (type == RemoteEndpointType::S3 || type == RemoteEndpointType::S3_PUBLIC) &&
       HttpEndpoint::is_url_valid(url) && !S3EndpointWithPresignedUrl::is_url_valid(url) &&
@@ -296,14 +292,11 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
                   "`task_size` must be positive (RemoteHandle::pread got 0)",
                   std::invalid_argument);
     CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
-    return detail::MultiPollTransport::instance().pread(*endpoint_,
-                                                        served_size_,
-                                                        bytes,
-                                                        size,
-                                                        file_offset,
-                                                        task_size,
-                                                        device_context,
-                                                        std::move(lease));
+    return detail::MultiPollTransport::instance().pread(
+      *endpoint_,
+      served_size_,
+      {bytes, size, file_offset, task_size, device_context},
+      std::move(lease));
   }
   return parallel_io(
     [lease, endpoint = endpoint_.get(), served_size = served_size_, backend = backend(), bytes](
@@ -338,19 +331,19 @@ StreamFuture RemoteHandle::read_async(void* devPtr,
                 std::invalid_argument);
   PushAndPopContext const context{get_context_from_pointer(devPtr)};
   detail::run_stream_ordered(
-    stream,
-    true,
-    convert_void2deviceptr(devPtr),
-    size,
-    file_offset,
-    defaults::task_size(),
+    {.stream      = stream,
+     .to_device   = true,
+     .device      = convert_void2deviceptr(devPtr),
+     .size        = size,
+     .file_offset = file_offset,
+     .piece_size  = defaults::task_size(),
+     .threads     = defaults::thread_pool().get_thread_count()},
     // The pieces land in the stream's pinned staging: host memory, known without asking the
     // driver about each piece.
     [lease, endpoint = endpoint_.get(), served_size = served_size_, backend = backend()](
       void* host, std::size_t n, std::size_t offset) {
       return read_range(*endpoint, served_size, backend, host, n, offset, nullptr, lease);
     },
-    defaults::thread_pool().get_thread_count(),
     detail::report_stream_ordered(bytes_p, future.error_, "RemoteHandle::read_async"));
   return future;
 }

@@ -44,7 +44,7 @@ bool RetryRule::retry_after_releasing_descriptors(CurlHandle const& curl, CURLco
 std::chrono::milliseconds RetryRule::next_attempt(CURLcode code, long status)
 {
   bool const timeout = code == CURLE_OPERATION_TIMEDOUT;
-  // Upstream's words, so that logs and scripts that look for them keep working.
+  // Fixed words, so that logs and scripts that look for them keep working.
   std::string const reason =
     timeout ? "Operation timed out." : "Got HTTP code " + std::to_string(status) + ".";
   if (attempt_ >= max_attempts_) {

@@ -16,7 +16,7 @@ namespace kvikio::detail {
 
 /**
  * @brief The wait before attempt `attempt + 1` after attempt `attempt` failed: 500 ms, doubling,
- * at most 4 s (upstream's schedule).
+ * at most 4 s.
  */
 [[nodiscard]] std::chrono::milliseconds retry_backoff(std::size_t attempt) noexcept;
 
@@ -26,9 +26,9 @@ namespace kvikio::detail {
  * `KVIKIO_HTTP_STATUS_CODES` or in a timeout is tried again after retry_backoff(), up to
  * `KVIKIO_HTTP_MAX_ATTEMPTS` attempts in all.
  *
- * Each retry is announced in upstream's words: on stdout, as upstream prints it (programs and
- * tests written for upstream read it there), or, with `KVIKIO_LOG_FILE` set, as a warn line of
- * the log naming the request; `KVIKIO_LOG_LEVEL` `error` or `off` silences it.
+ * Each retry is announced in fixed words: on stdout (programs and tests read it there), or,
+ * with `KVIKIO_LOG_FILE` set, as a warn line of the log naming the request; `KVIKIO_LOG_LEVEL`
+ * `error` or `off` silences it.
  */
 class RetryRule {
  public:
@@ -43,7 +43,7 @@ class RetryRule {
    * @brief After a retryable attempt: announces the retry and returns the delay before the
    * next attempt.
    * @throws std::runtime_error "KvikIO: HTTP request reached maximum number of attempts (N).
-   * Reason: ..." (upstream's words, then the request) when that was the last attempt.
+   * Reason: ..." (fixed words, then the request) when that was the last attempt.
    */
   std::chrono::milliseconds next_attempt(CURLcode code, long status);
 
@@ -70,7 +70,7 @@ class RetryRule {
 };
 
 /**
- * @brief The error of a request answered with a final `status` that is not a success: upstream's
+ * @brief The error of a request answered with a final `status` that is not a success: fixed
  * words (libcurl's text for a failed status), then `what` (the request), the status and the start
  * of the answer's `body` if any.
  */

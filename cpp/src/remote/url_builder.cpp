@@ -10,7 +10,7 @@
 namespace kvikio::detail {
 namespace {
 
-// Upstream's words (with libcurl's reason), then what failed.
+// The fixed wording callers match on (with libcurl's reason), then what failed.
 [[noreturn]] void fail(std::string const& what, CURLUcode code)
 {
   char const* reason = curl_url_strerror(code);
@@ -186,8 +186,8 @@ std::string UrlEncoder::encode_path(std::string_view path, std::string_view char
   for (char c : path) {
     auto const byte = static_cast<unsigned char>(c);
     // Bytes not in the set pass through, UTF-8 included. A byte of the set beyond ASCII is
-    // dropped: upstream's table covers ASCII only and encodes those to nothing, and its tests
-    // hold that (the default set, AWS's, is all ASCII).
+    // dropped, not encoded: the encoding table covers ASCII only, and callers' tests hold that
+    // (the default set, AWS's, is all ASCII).
     if (chars_to_encode.find(c) != std::string_view::npos) {
       if (byte > 0x7F) { continue; }
       out += '%';

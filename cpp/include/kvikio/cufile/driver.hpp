@@ -33,9 +33,8 @@ class DriverInitializer {
 /**
  * @brief Properties of the cuFile driver, read when asked. Sizes are in KiB as cuFile reports
  * them unless the name says bytes. A value set through a setter (of any DriverProperties: the
- * driver is the process's) is what its getter reports from then on, as upstream's do, even where
- * cuFile goes on reporting its starting value. Every getter throws kvikio::CUfileException
- * without cuFile.
+ * driver is the process's) is what its getter reports from then on, even where cuFile goes on
+ * reporting its starting value. Every getter throws kvikio::CUfileException without cuFile.
  */
 class DriverProperties {
  public:

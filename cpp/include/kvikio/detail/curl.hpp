@@ -6,7 +6,7 @@
 /**
  * @file detail/curl.hpp
  * @brief libcurl easy handles: the process-wide pool (`kvikio::LibCurl`) and a handle borrowed
- * from it (`kvikio::CurlHandle`), under upstream's names.
+ * from it (`kvikio::CurlHandle`).
  */
 
 #include <functional>
@@ -74,7 +74,7 @@ class CurlHandle {
   /// @brief Borrows a handle from `LibCurl::instance()`.
   CurlHandle();
   /**
-   * @brief Takes `handle` (upstream's constructor; `create_curl_handle()` calls it).
+   * @brief Takes `handle` (the constructor `create_curl_handle()` calls).
    *
    * @param handle An easy handle, usually `LibCurl::instance().get_handle()`.
    * @param source_file, source_line Where it was created, named in perform()'s errors.
@@ -97,7 +97,7 @@ class CurlHandle {
   void append_header(std::string const& header);
 
   /**
-   * @brief Runs the transfer, as upstream's does.
+   * @brief Runs the transfer.
    * @throws std::runtime_error "curl_easy_perform() error (...)" with libcurl's message.
    */
   void perform();
@@ -113,7 +113,7 @@ class CurlHandle {
   /// the errno of the socket() that failed, so the process's descriptors are probed.
   [[nodiscard]] int descriptor_shortage(CURLcode code) const noexcept;
   [[nodiscard]] CURL* get() const noexcept { return handle_.get(); }
-  /// @brief The libcurl easy handle, by upstream's name.
+  /// @brief The libcurl easy handle (the same as get()).
   [[nodiscard]] CURL* handle() noexcept { return handle_.get(); }
 
   /**

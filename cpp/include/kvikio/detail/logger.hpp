@@ -47,10 +47,10 @@ class Logger {
   void write(LogLevel level, std::string_view message) noexcept;
 
   /**
-   * @brief A message that upstream prints on stdout (a retry notice), if `level` is enabled:
-   * `upstream_text` alone on stdout while the log goes to stderr (the default), so that what
-   * reads upstream's output keeps working; a log line of `upstream_text` and then `detail` once
-   * the log goes to a file (`KVIKIO_LOG_FILE`, set_file()).
+   * @brief A notice printed on stdout (a retry notice), if `level` is enabled: the text (the
+   * second argument) alone on stdout while the log goes to stderr (the default), so that
+   * programs that read stdout for it keep working; a log line of the text and then `detail`
+   * once the log goes to a file (`KVIKIO_LOG_FILE`, set_file()).
    */
   void notice(LogLevel level, std::string_view upstream_text, std::string_view detail) noexcept;
 
@@ -70,8 +70,8 @@ class Logger {
  * @brief A log message from the arguments of a KVIKIO_LOG_* macro.
  *
  * Two styles: a first argument holding `{}` placeholders is a format string, each `{}` replaced
- * by the next argument (upstream's style; its logger is fmt's); otherwise the arguments are
- * concatenated with `operator<<`. Arguments left over are appended.
+ * by the next argument (fmt's style); otherwise the arguments are concatenated with
+ * `operator<<`. Arguments left over are appended.
  */
 template <typename First, typename... Rest>
 std::string concat(First const& first, Rest const&... rest)
@@ -114,5 +114,5 @@ std::string concat(First const& first, Rest const&... rest)
 #define KVIKIO_LOG_INFO(...) KVIKIO_DETAIL_LOG(kvikio::detail::LogLevel::info, __VA_ARGS__)
 #define KVIKIO_LOG_WARN(...) KVIKIO_DETAIL_LOG(kvikio::detail::LogLevel::warn, __VA_ARGS__)
 #define KVIKIO_LOG_ERROR(...) KVIKIO_DETAIL_LOG(kvikio::detail::LogLevel::error, __VA_ARGS__)
-/// @brief Upstream's most severe level; logged at the error level.
+/// @brief The most severe level; logged at the error level.
 #define KVIKIO_LOG_CRITICAL(...) KVIKIO_DETAIL_LOG(kvikio::detail::LogLevel::error, __VA_ARGS__)

@@ -5,7 +5,7 @@
 
 /**
  * @file detail/posix_io.hpp
- * @brief Upstream's host-memory transfer with opportunistic O_DIRECT (posix_host_io), over the
+ * @brief The host-memory transfer with opportunistic O_DIRECT (posix_host_io), over the
  * library's one O_DIRECT split of host transfers.
  */
 
@@ -29,7 +29,7 @@
 
 namespace kvikio::detail {
 
-/// @brief Upstream's direction of a posix_host_io() transfer.
+/// @brief The direction of a posix_host_io() transfer.
 enum class IOOperationType : std::uint8_t {
   READ,   ///< `pread`
   WRITE,  ///< `pwrite`
@@ -53,13 +53,13 @@ std::size_t posix_host_transfer(bool read,
                                 int fd_direct_on);
 
 /**
- * @brief Upstream's host-memory transfer with opportunistic O_DIRECT, one piece at a time: with
+ * @brief Host-memory transfer with opportunistic O_DIRECT, one piece at a time: with
  * `fd_direct_on` -1 everything goes through `fd_direct_off` (the page cache); otherwise an
  * unaligned head up to the next page boundary and a tail shorter than a page go through
  * `fd_direct_off`, and whole pages at aligned offsets through `fd_direct_on` (straight from
  * `buf` when it is page aligned, else through a page-aligned buffer of this thread).
  * @return The bytes moved: all `count` with PartialIO::NO, those of the first call with YES.
- * @throws kvikio::CUfileException in upstream's words ("POSIX error: Operation not permitted"
+ * @throws kvikio::CUfileException in fixed words ("POSIX error: Operation not permitted"
  * for a bad descriptor, "POSIX error on pread: EOF", "POSIX error on pread: <reason>"), followed
  * by the call that failed.
  */

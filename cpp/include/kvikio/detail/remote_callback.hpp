@@ -5,7 +5,7 @@
 
 /**
  * @file detail/remote_callback.hpp
- * @brief The libcurl write callback that upstream's tests use to collect a response as text.
+ * @brief A libcurl write callback that collects a response as text (tests use it).
  */
 
 #include <cstddef>

@@ -9,7 +9,7 @@
  *
  * The parser is strict and assumes the text may be hostile: it accepts
  * `scheme://host[:port][/path][?query]` with an ASCII host and a decimal port in 1..65535.
- * Upstream's UrlParser, UrlBuilder and UrlEncoder (libcurl's URL API) are here too.
+ * UrlParser, UrlBuilder and UrlEncoder (over libcurl's URL API) are here too.
  */
 
 #include <cstdint>
@@ -190,8 +190,8 @@ class UrlEncoder {
 
   /**
    * @brief `path` with each byte of `chars_to_encode` replaced by `%XX` (upper-case hex); other
-   * bytes (UTF-8 included) pass through unchanged. As upstream's: a byte of `chars_to_encode`
-   * beyond ASCII (0x80-0xFF) is dropped, not encoded.
+   * bytes (UTF-8 included) pass through unchanged. A byte of `chars_to_encode` beyond ASCII
+   * (0x80-0xFF) is dropped, not encoded.
    */
   static std::string encode_path(std::string_view path,
                                  std::string_view chars_to_encode = std::string_view{

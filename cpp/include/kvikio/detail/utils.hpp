@@ -7,7 +7,7 @@
  * @file detail/utils.hpp
  * @brief Small helpers of the ground floor: the page size, size conversions, alignment
  * arithmetic, setting values, and a scope guard. `kvikio/utils.hpp` includes it, so the public
- * names (`kvikio::get_page_size`, ...) are where upstream has them.
+ * names (`kvikio::get_page_size`, ...) come with `kvikio/utils.hpp`.
  */
 
 #include <sys/types.h>

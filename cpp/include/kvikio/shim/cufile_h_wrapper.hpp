@@ -177,8 +177,8 @@ typedef void* CUfileBatchHandle_t;  // NOLINT(modernize-use-using)
 }  // extern "C"
 
 /**
- * @brief The text of a cuFile status, as upstream's `cufileop_status_error()` gives it: the
- * status's name and what it means, e.g. "CU_FILE_DRIVER_NOT_INITIALIZED (nvidia-fs driver is
- * not loaded)"; "unknown cuFile error" for a value outside the table.
+ * @brief The text of a cuFile status: the status's name and what it means, e.g.
+ * "CU_FILE_DRIVER_NOT_INITIALIZED (nvidia-fs driver is not loaded)"; "unknown cuFile error" for
+ * a value outside the table.
  */
 char const* cufileop_status_error(CUfileOpError err) noexcept;

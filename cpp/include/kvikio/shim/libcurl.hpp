@@ -6,7 +6,7 @@
 /**
  * @file shim/libcurl.hpp
  * @brief libcurl easy handles for remote endpoints: kvikio::LibCurl, kvikio::CurlHandle, and
- * upstream's `create_curl_handle()`.
+ * the `create_curl_handle()` macro.
  */
 
 #include <sstream>
@@ -16,7 +16,7 @@
 #include <kvikio/error.hpp>
 
 /// @brief A pooled easy handle that knows where it was created (`auto curl =
-/// create_curl_handle();`), as upstream spells it.
+/// create_curl_handle();`).
 #define create_curl_handle() \
   kvikio::CurlHandle(        \
     kvikio::LibCurl::instance().get_handle(), std::string{__FILE__}, std::to_string(__LINE__))

@@ -20,8 +20,7 @@ namespace kvikio {
 namespace {
 
 // What this process set through the setters. cuFile applies a setting but may go on reporting
-// the value it started with (without nvidia-fs it does), so a getter reports what was set, as
-// upstream's DriverProperties does from its copy.
+// the value it started with (without nvidia-fs it does), so a getter reports what was set.
 struct SetValues {
   std::mutex mutex;
   std::optional<bool> poll_mode;
@@ -167,7 +166,7 @@ void DriverProperties::set_max_pinned_memory_size(std::size_t size_in_kb)
 }
 std::vector<CUfileDriverControlFlags> DriverProperties::get_nvfs_statusflags()
 {
-  // Upstream reports the two control flags that are set.
+  // Reports which of the two control flags (poll mode, compat mode) are set.
   unsigned int const bits = properties().nvfs.dcontrolflags;
   std::vector<CUfileDriverControlFlags> set;
   for (auto flag : {CU_FILE_USE_POLL_MODE, CU_FILE_ALLOW_COMPAT_MODE}) {

@@ -24,18 +24,14 @@ class IoUringMover final : public ByteMover {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "io_uring"; }
 
-  void move_all(bool read,
-                LocalFile const& file,
-                bool buffered,
-                std::byte* buf,
-                std::size_t size,
-                std::size_t offset) override
+  void move_all(bool read, LocalFile const& file, bool buffered, HostPiece piece) override
   {
-    int const fd = buffered ? file.fd : file.fd_direct;
+    int const fd = file.descriptor(buffered);
     if (this_thread_ring() == nullptr) {
-      move_by_syscalls(read, fd, buf, size, offset);
+      move_by_syscalls(read, fd, piece.buf, piece.size, piece.offset);
     } else {
-      io_uring_transfer_all(read, fd, buf, size, offset, buffered, file.pool_threads);
+      io_uring_transfer_all(
+        read, fd, piece.buf, piece.size, piece.offset, buffered, file.pool_threads);
     }
   }
 
@@ -46,7 +42,7 @@ class IoUringMover final : public ByteMover {
                                             ChunkCursor& cursor,
                                             CUstream stream) override
   {
-    if (file.fd_direct >= 0 || cursor.size() == 0 || this_thread_ring() == nullptr) {
+    if (file.direct() || cursor.size() == 0 || this_thread_ring() == nullptr) {
       return std::nullopt;
     }
     KVIKIO_NVTX_FUNC_RANGE();

@@ -62,6 +62,19 @@ struct LocalFile {
   /// Threads of the pool that runs the call (io_uring shares the cores among their rings and
   /// sizes its staging by them); 0: `thread_pool_nthreads`.
   std::size_t pool_threads{0};
+
+  /// @brief Whether an O_DIRECT descriptor is given (any value but -1 is one to try).
+  [[nodiscard]] bool direct() const noexcept { return fd_direct != -1; }
+  /// @brief The descriptor a piece goes through: the page-cache one or the O_DIRECT one.
+  [[nodiscard]] int descriptor(bool buffered) const noexcept { return buffered ? fd : fd_direct; }
+};
+
+/// @brief A piece of a host transfer: host memory `buf` and the `size` bytes at `offset` of the
+/// file it is moved to or from.
+struct HostPiece {
+  std::byte* buf;
+  std::size_t size;
+  std::size_t offset;
 };
 
 /// @brief Moves bytes between a file and host memory on the calling thread.
@@ -71,16 +84,11 @@ class ByteMover {
   /// @brief The name `KVIKIO_LOCAL_IO_BACKEND` and the logs use.
   [[nodiscard]] virtual std::string_view name() const noexcept = 0;
   /**
-   * @brief Moves exactly `size` bytes at `offset` through `file.fd` (`buffered`) or through
-   * `file.fd_direct` (then `buf`, `size` and `offset` are page aligned).
+   * @brief Moves exactly the bytes of `piece` through `file.descriptor(buffered)` (O_DIRECT:
+   * the piece is page aligned).
    * @throws kvikio::detail::EndOfFileError for a read past the end; kvikio::GenericSystemError.
    */
-  virtual void move_all(bool read,
-                        LocalFile const& file,
-                        bool buffered,
-                        std::byte* buf,
-                        std::size_t size,
-                        std::size_t offset) = 0;
+  virtual void move_all(bool read, LocalFile const& file, bool buffered, HostPiece piece) = 0;
   /**
    * @brief Reads the chunks of `cursor` (from `file_offset` of the file to `dev`) into device
    * memory of the current context with a staging of the mover's own, on `stream`; nothing where

@@ -24,14 +24,9 @@ std::string file_size_text(int fd)
 class PosixMover final : public ByteMover {
  public:
   [[nodiscard]] std::string_view name() const noexcept override { return "posix"; }
-  void move_all(bool read,
-                LocalFile const& file,
-                bool buffered,
-                std::byte* buf,
-                std::size_t size,
-                std::size_t offset) override
+  void move_all(bool read, LocalFile const& file, bool buffered, HostPiece piece) override
   {
-    move_by_syscalls(read, buffered ? file.fd : file.fd_direct, buf, size, offset);
+    move_by_syscalls(read, file.descriptor(buffered), piece.buf, piece.size, piece.offset);
   }
 };
 

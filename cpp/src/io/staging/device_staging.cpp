@@ -75,7 +75,7 @@ std::size_t read_to_device(ByteMover& mover,
       auto const chunk = cursor.take(cursor.size());
       if (!chunk) { return 0; }
       auto* const slot = static_cast<std::byte*>(buffer.get());
-      host_io(mover, true, file, slot, chunk->length, file_offset + chunk->first);
+      host_io(mover, true, file, {slot, chunk->length, file_offset + chunk->first});
       auto& api = cudaAPI::instance();
       KVIKIO_CUDA_DRIVER_TRY(api.MemcpyHtoDAsync(
         convert_void2deviceptr(dev + chunk->first), slot, chunk->length, stream));
@@ -87,7 +87,7 @@ std::size_t read_to_device(ByteMover& mover,
   std::size_t moved = 0;
   while (auto const chunk = cursor.take(ring.slot_size())) {
     auto* slot = static_cast<std::byte*>(ring.next());
-    host_io(mover, true, file, slot, chunk->length, file_offset + chunk->first);
+    host_io(mover, true, file, {slot, chunk->length, file_offset + chunk->first});
     ring.submit_h2d(convert_void2deviceptr(dev + chunk->first), chunk->length, stream);
     moved += chunk->length;
   }
@@ -115,8 +115,8 @@ std::size_t write_from_device(ByteMover& mover,
   auto write_oldest = [&] {
     auto const p = pending.front();
     pending.pop_front();
-    host_io(
-      mover, false, file, static_cast<std::byte*>(ring.wait(p.slot)), p.n, file_offset + p.offset);
+    auto* const slot = static_cast<std::byte*>(ring.wait(p.slot));
+    host_io(mover, false, file, {slot, p.n, file_offset + p.offset});
   };
   for (std::size_t done = 0; done < size;) {
     std::size_t const n = std::min(chunk, size - done);

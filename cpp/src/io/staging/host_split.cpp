@@ -14,26 +14,21 @@
 #include <string>
 
 #include <kvikio/defaults.hpp>
-#include <kvikio/detail/nvtx.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/utils.hpp>
 
 namespace kvikio::detail {
 namespace {
 
-// The page-aligned middle [pos, pos + length) through the O_DIRECT descriptor. Returns how many
-// bytes went through it; less than `length` when the file ends (reads) or O_DIRECT is refused.
-std::size_t move_direct(ByteMover& mover,
-                        bool read,
-                        LocalFile const& file,
-                        std::byte* buf,
-                        std::size_t length,
-                        std::size_t offset)
+// The page-aligned middle `piece` through the O_DIRECT descriptor. Returns how many bytes went
+// through it; less than the piece's size when the file ends (reads) or O_DIRECT is refused.
+std::size_t move_direct(ByteMover& mover, bool read, LocalFile const& file, HostPiece piece)
 {
+  auto const [buf, length, offset] = piece;
   if (length == 0) { return 0; }
   if (is_aligned(reinterpret_cast<std::uintptr_t>(buf), get_page_size())) {
     try {  // in one go: a mover that keeps many requests in flight keeps them all busy
-      mover.move_all(read, file, false, buf, length, offset);
+      mover.move_all(read, file, false, piece);
       return length;
     } catch (GenericSystemError const& e) {
       if (e.code().value() == EINVAL) { return 0; }  // refused here: the caller goes buffered
@@ -81,22 +76,17 @@ std::byte* aligned_scratch(std::size_t& size)
   return buffer.get();
 }
 
-std::size_t host_io(ByteMover& mover,
-                    bool read,
-                    LocalFile const& file,
-                    std::byte* buf,
-                    std::size_t size,
-                    std::size_t offset)
+std::size_t host_io(ByteMover& mover, bool read, LocalFile const& file, HostPiece piece)
 {
-  KVIKIO_NVTX_FUNC_RANGE();
+  auto const [buf, size, offset] = piece;
   if (size == 0) { return 0; }
   KVIKIO_EXPECT(buf != nullptr,
                 "null buffer for a transfer of " + std::to_string(size) + " bytes",
                 std::invalid_argument);
   auto const buffered = [&](std::byte* at, std::size_t n, std::size_t where) {
-    if (n > 0) { mover.move_all(read, file, true, at, n, where); }
+    if (n > 0) { mover.move_all(read, file, true, {at, n, where}); }
   };
-  if (file.fd_direct == -1) {  // any other value is a descriptor to try (a bad one fails)
+  if (!file.direct()) {
     buffered(buf, size, offset);
     return size;
   }
@@ -107,7 +97,7 @@ std::size_t host_io(ByteMover& mover,
   std::size_t pos = head;
   // Middle: whole pages, direct.
   std::size_t const middle = (size - pos) / page * page;
-  pos += move_direct(mover, read, file, buf + pos, middle, offset + pos);
+  pos += move_direct(mover, read, file, {buf + pos, middle, offset + pos});
   // Tail (and whatever the direct part left): buffered, or for reads a whole page, direct.
   std::size_t const rest = size - pos;
   if (read && file.overread && rest > 0 && rest < page && is_aligned(offset + pos, page)) {

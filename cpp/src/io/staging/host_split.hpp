@@ -18,19 +18,14 @@
 namespace kvikio::detail {
 
 /**
- * @brief Moves exactly `size` bytes at `offset` between `file` and host memory `buf` with
- * `mover`, split as above where `file.fd_direct` is open (O_DIRECT refused for a piece: that
- * piece goes through the page cache).
- * @return `size`.
+ * @brief Moves exactly the bytes of `piece` between `file` and host memory with `mover`, split
+ * as above where `file.direct()` (O_DIRECT refused for a part: that part goes through the page
+ * cache).
+ * @return `piece.size`.
  * @throws kvikio::detail::EndOfFileError for a read past the end; kvikio::GenericSystemError;
- * std::invalid_argument for a null `buf` with a nonzero `size`.
+ * std::invalid_argument for a null `piece.buf` with a nonzero size.
  */
-std::size_t host_io(ByteMover& mover,
-                    bool read,
-                    LocalFile const& file,
-                    std::byte* buf,
-                    std::size_t size,
-                    std::size_t offset);
+std::size_t host_io(ByteMover& mover, bool read, LocalFile const& file, HostPiece piece);
 
 /// @brief This thread's page-aligned buffer for O_DIRECT transfers of unaligned user buffers;
 /// `size` receives its size (the bounce buffer size rounded to whole pages).

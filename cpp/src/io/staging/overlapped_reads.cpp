@@ -87,7 +87,7 @@ class OverlappedReads final : public WorkerLeftovers {
       open_.reserved = true;
     }
     auto* const into = static_cast<std::byte*>(ring_->data(open_.slot)) + open_.end;
-    host_io(mover, true, file, into, size, file_offset);
+    host_io(mover, true, file, {into, size, file_offset});
     open_.pieces.push_back({dst, open_.end, size});
     open_.reads.push_back(Pending{size, std::move(done)});
     std::size_t const page = get_page_size();

@@ -62,12 +62,8 @@ std::size_t posix_host_transfer(bool read,
     }
     // A partial transfer from an aligned offset moves the whole pages (the piece the split makes).
     std::size_t const size = partial ? count / page * page : count;
-    return host_io(posix_mover(),
-                   read,
-                   LocalFile{fd_direct_off, fd_direct_on, false, nullptr, 1},
-                   bytes,
-                   size,
-                   offset);
+    LocalFile const file{fd_direct_off, fd_direct_on, false, nullptr, 1};
+    return host_io(posix_mover(), read, file, {bytes, size, offset});
   } catch (...) {
     rethrow_in_contract_words(read);
   }
