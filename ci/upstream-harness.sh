@@ -43,7 +43,7 @@ upstream_defs=(-DBS_THREAD_POOL_ENABLE_PAUSE=1 -DKVIKIO_LIBCURL_FOUND -DKVIKIO_C
   -DKVIKIO_CUFILE_VERSION_API_FOUND)
 upstream_flags=(-I "$released/libkvikio/include" -I "$released/rapids_logger/include"
   -I "$released/nvidia/cu13/include" -L "$released/libkvikio/lib64"
-  -L "$released/rapids_logger/lib64" -lkvikio -lrapids_logger
+  -L "$released/rapids_logger/lib64" -lkvikio -Wl,--no-as-needed -lrapids_logger -Wl,--as-needed
   -Wl,-rpath,/tmp/upstream/libkvikio/lib64:/tmp/upstream/rapids_logger/lib64)
 # Both libraries read remote objects (reader_workload.hpp's READER_URL).
 bench_defs=(-DKVIKIO_BENCH_REMOTE)

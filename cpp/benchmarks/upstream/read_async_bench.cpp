@@ -89,14 +89,15 @@ int main(int argc, char** argv)
   ::close(fd);
   std::sort(gbs.begin(), gbs.end());
   std::sort(held_us.begin(), held_us.end());
-  std::printf("%-10s read_async %zu x %zu: median %6.2f  min %6.2f  max %6.2f GB/s, caller back "
-              "after %.1f us per call\n",
-              label.c_str(),
-              size,
-              count,
-              gbs[gbs.size() / 2],
-              gbs.front(),
-              gbs.back(),
-              held_us[held_us.size() / 2]);
+  std::printf(
+    "%-10s read_async %zu x %zu: median %6.2f  min %6.2f  max %6.2f GB/s, caller back "
+    "after %.1f us per call\n",
+    label.c_str(),
+    size,
+    count,
+    gbs[gbs.size() / 2],
+    gbs.front(),
+    gbs.back(),
+    held_us[held_us.size() / 2]);
   return 0;
 }

@@ -5,7 +5,9 @@
  * tasks, for each thread count: through FileHandle::pread/pwrite (a library's label), or the
  * plain way with no I/O library (label "plain": T threads each taking the next 4 MiB task,
  * pread(2)/pwrite(2) straight into or out of the pinned host buffer, and for device memory
- * through a pinned buffer of the thread's own with one cudaMemcpyAsync and its wait per task).
+ * through a pinned buffer of the thread's own with one cudaMemcpyAsync and its wait per task;
+ * writes go through an O_DIRECT descriptor, as both libraries write whole pages by default,
+ * KVIKIO_AUTO_DIRECT_IO_WRITE).
  * Only the public API, so the same source is compiled against upstream KvikIO and against this
  * project (ci/upstream-harness.sh).
  *
@@ -39,7 +41,8 @@ namespace {
 constexpr std::size_t task = std::size_t{4} << 20;
 
 // The plain way: `threads` threads, each taking the next task of the file.
-bool plain(bool read, int fd, bool device, char* dst, std::size_t n, unsigned threads)
+bool plain(
+  bool read, int fd, int fd_direct, bool device, char* dst, std::size_t n, unsigned threads)
 {
   std::atomic<std::size_t> next{0};
   std::atomic<bool> ok{true};
@@ -58,8 +61,9 @@ bool plain(bool read, int fd, bool device, char* dst, std::size_t n, unsigned th
         cudaMemcpyAsync(host, dst + at, len, cudaMemcpyDeviceToHost, stream);
         cudaStreamSynchronize(stream);
       }
-      ssize_t const r = read ? ::pread(fd, host, len, static_cast<off_t>(at))
-                             : ::pwrite(fd, host, len, static_cast<off_t>(at));
+      ssize_t const r =
+        read ? ::pread(fd, host, len, static_cast<off_t>(at))
+             : ::pwrite(len % 4096 == 0 ? fd_direct : fd, host, len, static_cast<off_t>(at));
       if (r != static_cast<ssize_t>(len)) { ok = false; }
       if (read && device) {
         cudaMemcpyAsync(dst + at, host, len, cudaMemcpyHostToDevice, stream);
@@ -90,7 +94,7 @@ int main(int argc, char** argv)
     return 2;
   }
   std::string const label = argv[1], path = argv[3];
-  bool const read         = std::string{argv[2]} == "read";
+  bool const read = std::string{argv[2]} == "read";
   std::vector<unsigned> threads;
   std::stringstream list(argv[4]);
   for (std::string t; std::getline(list, t, ',');) {
@@ -114,8 +118,9 @@ int main(int argc, char** argv)
   }
   std::memcpy(host, pattern.data(), pattern.size() * sizeof(unsigned));
   cudaMemcpy(device, host, n, cudaMemcpyHostToDevice);
-  int const fd = ::open(path.c_str(), read ? O_RDONLY : (O_RDWR | O_CREAT), 0644);
-  if (fd < 0 || (!read && ::ftruncate(fd, static_cast<off_t>(n)) != 0)) {
+  int const fd        = ::open(path.c_str(), read ? O_RDONLY : (O_RDWR | O_CREAT), 0644);
+  int const fd_direct = read ? -1 : ::open(path.c_str(), O_RDWR | O_DIRECT);
+  if (fd < 0 || (!read && (fd_direct < 0 || ::ftruncate(fd, static_cast<off_t>(n)) != 0))) {
     std::puts("open failed");
     return 1;
   }
@@ -128,7 +133,7 @@ int main(int argc, char** argv)
         auto const start = std::chrono::steady_clock::now();
         bool ok          = true;
         if (label == "plain") {
-          ok = plain(read, fd, mem == 0, buf, n, nt);
+          ok = plain(read, fd, fd_direct, mem == 0, buf, n, nt);
         } else {
           kvikio::FileHandle file(path, read ? "r" : "r+");
           ok = (read ? file.pread(buf, n, 0, task) : file.pwrite(buf, n, 0, task)).get() == n;
@@ -152,18 +157,20 @@ int main(int argc, char** argv)
         }
       }
       std::sort(gbs.begin(), gbs.end());
-      std::printf("%-10s %s %-6s threads %2u task %2zu MiB: median %6.2f  min %6.2f  max %6.2f GB/s\n",
-                  label.c_str(),
-                  read ? "pread" : "pwrite",
-                  mem == 0 ? "device" : "host",
-                  nt,
-                  task >> 20,
-                  gbs[gbs.size() / 2],
-                  gbs.front(),
-                  gbs.back());
+      std::printf(
+        "%-10s %s %-6s threads %2u task %2zu MiB: median %6.2f  min %6.2f  max %6.2f GB/s\n",
+        label.c_str(),
+        read ? "pread" : "pwrite",
+        mem == 0 ? "device" : "host",
+        nt,
+        task >> 20,
+        gbs[gbs.size() / 2],
+        gbs.front(),
+        gbs.back());
       std::fflush(stdout);
     }
   }
   ::close(fd);
+  if (fd_direct >= 0) { ::close(fd_direct); }
   return 0;
 }
