@@ -88,8 +88,8 @@ TEST(EffectiveSettings, CompatModeAutoIsResolvedWithItsReason)
   EXPECT_EQ(on.why, "");
 }
 
-// local_io_backend `auto` comes to the backend a large read takes with the global pool, as the
-// transfers choose it (io_uring_selected()), and says why.
+// local_io_backend `auto` comes to the backend a large read takes with the global pool (the only
+// pool of this process), as the transfers choose it (io_uring_selected()), and says why.
 TEST(EffectiveSettings, LocalBackendAutoNamesTheBackendOfALargeRead)
 {
   using kvikio::LocalIOBackend;
@@ -102,8 +102,9 @@ TEST(EffectiveSettings, LocalBackendAutoNamesTheBackendOfALargeRead)
       kvikio::detail::io_uring_selected(true, kvikio::detail::io_uring_piece_size() + 1, threads);
     EXPECT_EQ(s.configured, "auto");
     EXPECT_EQ(s.effective, io_uring ? "io_uring" : "posix") << threads << " threads";
-    EXPECT_NE(s.why.find(std::to_string(threads) + (threads == 1 ? " thread " : " threads ")),
-              std::string::npos)
+    EXPECT_NE(
+      s.why.find(std::to_string(threads) + (threads == 1 ? " pool thread " : " pool threads ")),
+      std::string::npos)
       << s.why;
   }
   kvikio::defaults::set_thread_pool_nthreads(2 * cores);

@@ -292,45 +292,58 @@ TEST_F(IoUring, AutoChoosesIoUringForLargeReadsOfSmallPools)
   EXPECT_FALSE(kvikio::detail::io_uring_selected(true, large));
 }
 
-// The choice follows the pool that runs the call, not the setting: a pool passed to pread (or
-// one per block device) may be larger or smaller than `thread_pool_nthreads`. Device memory of
-// a file cuFile serves goes to cuFile whatever the setting.
-TEST_F(IoUring, AutoChoosesByThePoolOfTheCall)
+// The choice counts the threads of every pool of the process: the pool of the call (which may
+// be larger or smaller than `thread_pool_nthreads`) and every other pool alive (a program that
+// feeds several GPUs runs a pool for each, and their threads share the cores with the call's).
+// Device memory of a file cuFile serves goes to cuFile whatever the setting.
+TEST_F(IoUring, AutoCountsEveryPoolOfTheProcess)
 {
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::AUTO);
   unsigned const cores      = std::max(1U, std::thread::hardware_concurrency());
   std::size_t const threads = kvikio::defaults::thread_pool_nthreads();
   std::size_t const large   = kvikio::detail::io_uring_piece_size() * 3;
-  // The mover the plan of a call picks, with a pool of `pool_threads` threads.
+  // The mover the plan of a call on `pool` picks.
   auto const mover = [](bool reading,
                         bool host_memory,
                         std::size_t size,
-                        unsigned pool_threads,
+                        kvikio::ThreadPool const& pool,
                         kvikio::detail::LocalFile file) {
-    kvikio::ThreadPool pool{pool_threads};
-    file.pool_threads = pool_threads;
+    file.pool_threads = pool.get_thread_count();
     return std::string{
       kvikio::detail::plan_local_transfer(reading, host_memory, size, 1 << 20, 0, pool, file)
         .mover_name()};
   };
   kvikio::detail::LocalFile const staged;  // no cuFile handle
   kvikio::defaults::set_thread_pool_nthreads(1);
-  EXPECT_EQ(mover(true, true, large, cores, staged), "posix") << cores << " threads";
-  EXPECT_EQ(mover(true, false, large, cores, staged), "posix");
-  kvikio::defaults::set_thread_pool_nthreads(cores);
-  if (cores >= 2) {  // a pool of one is half of two cores
-    EXPECT_EQ(mover(true, true, large, 1, staged), "io_uring") << "a pool of one";
-    EXPECT_EQ(mover(true, false, large, 1, staged), "io_uring");
-    EXPECT_EQ(mover(true, false, 4096, 1, staged), "posix") << "4 KiB";
+  {
+    kvikio::ThreadPool const large_pool{cores};
+    EXPECT_EQ(mover(true, true, large, large_pool, staged), "posix") << cores << " threads";
+    EXPECT_EQ(mover(true, false, large, large_pool, staged), "posix");
   }
-  EXPECT_EQ(mover(false, true, large, 1, staged), "posix") << "writes";
+  auto const& pool = kvikio::defaults::thread_pool();
+  if (cores >= 2) {  // the default pool alone, one thread: half of two cores
+    EXPECT_EQ(mover(true, true, large, pool, staged), "io_uring") << "a pool of one";
+    EXPECT_EQ(mover(true, false, large, pool, staged), "io_uring");
+    EXPECT_EQ(mover(true, false, 4096, pool, staged), "posix") << "4 KiB";
+    {
+      // Another pool of half the cores: with the call's, more than half the cores.
+      kvikio::ThreadPool const other{std::max(1U, cores / 2)};
+      EXPECT_EQ(mover(true, true, large, pool, staged), "posix")
+        << "beside a pool of " << other.get_thread_count();
+      EXPECT_EQ(mover(true, false, large, pool, staged), "posix");
+      EXPECT_FALSE(kvikio::detail::io_uring_selected(true, large, 1));
+      EXPECT_EQ(kvikio::detail::threads_sharing_the_cores(1), 1 + other.get_thread_count());
+    }
+    EXPECT_EQ(mover(true, false, large, pool, staged), "io_uring") << "the other pool is gone";
+  }
+  EXPECT_EQ(mover(false, true, large, pool, staged), "posix") << "writes";
   kvikio::detail::LocalFile served;  // a file cuFile serves: any non-null handle says so
   int handle    = 0;
   served.cufile = &handle;
-  EXPECT_EQ(mover(true, false, 4096, 1, served), "cufile");
-  EXPECT_EQ(mover(true, true, 4096, 1, served), "posix") << "host memory never goes to cuFile";
+  EXPECT_EQ(mover(true, false, 4096, pool, served), "cufile");
+  EXPECT_EQ(mover(true, true, 4096, pool, served), "posix") << "host memory never goes to cuFile";
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
-  EXPECT_EQ(mover(true, true, large, 1, staged), "posix");
+  EXPECT_EQ(mover(true, true, large, pool, staged), "posix");
   kvikio::defaults::set_thread_pool_nthreads(threads);
 }
 

@@ -17,6 +17,7 @@
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/utils.hpp>
 
+#include "core/threadpool_internals.hpp"
 #include "core/worker_leftovers.hpp"
 
 namespace kvikio {
@@ -341,6 +342,16 @@ bool register_worker_leftovers(WorkerLeftovers& leftovers) noexcept
 void detach_overlapping_job(ThreadPool& pool, std::function<void()> job)
 {
   pool.detach_job(std::move(job), true);
+}
+
+std::size_t threads_of_live_pools()
+{
+  std::lock_guard const lock{live_pools().mutex};
+  std::size_t threads = 0;
+  for (ThreadPool const* pool : live_pools().pools) {
+    threads += pool->get_thread_count();
+  }
+  return threads;
 }
 
 }  // namespace detail

@@ -36,11 +36,13 @@ bool io_uring_selected(bool reading, std::size_t size, std::size_t pool_threads)
   switch (defaults::local_io_backend()) {
     case LocalIOBackend::IO_URING: return io_uring_available();
     case LocalIOBackend::AUTO: {
-      // io_uring's kernel workers copy on cores of their own: with more pool threads than half
-      // the cores, POSIX reads as fast into host memory and faster into device memory.
+      // io_uring's kernel workers copy on cores of their own: with more threads than half the
+      // cores, POSIX reads as fast into host memory and faster into device memory. The threads
+      // are those of every pool of the process (a program feeding several GPUs runs a pool for
+      // each), not only the call's.
       static std::size_t const cores = machine_cores();
-      return reading && size > io_uring_piece_size() && pool_threads * 2 <= cores &&
-             io_uring_available();
+      return reading && size > io_uring_piece_size() &&
+             threads_sharing_the_cores(pool_threads) * 2 <= cores && io_uring_available();
     }
     default: return false;
   }
@@ -73,9 +75,11 @@ LocalBackendChoice local_backend_choice(std::size_t pool_threads)
   if (setting == LocalIOBackend::IO_URING) {
     return {"io_uring", "KVIKIO_LOCAL_IO_BACKEND=io_uring"};
   }
-  std::string const pool = "a pool of " + std::to_string(pool_threads) +
-                           (pool_threads == 1 ? " thread on " : " threads on ") +
-                           std::to_string(machine_cores()) + " cores";
+  std::size_t const threads = threads_sharing_the_cores(pool_threads);
+  std::string const pool =
+    std::to_string(threads) +
+    (threads == 1 ? " pool thread in the process on " : " pool threads in the process on ") +
+    std::to_string(machine_cores()) + " cores";
   if (io_uring_selected(true, io_uring_piece_size() + 1, pool_threads)) {
     return {"io_uring",
             "KVIKIO_LOCAL_IO_BACKEND=auto: reads of more than " + piece + " with " + pool +
@@ -83,8 +87,8 @@ LocalBackendChoice local_backend_choice(std::size_t pool_threads)
   }
   return {"posix",
           "KVIKIO_LOCAL_IO_BACKEND=auto: " + pool +
-            " (io_uring's kernel workers need cores of their own: it serves pools of at most "
-            "half the cores)"};
+            " (io_uring's kernel workers need cores of their own: it serves at most half the "
+            "cores' worth of pool threads, counting every pool of the process)"};
 }
 
 ByteMover& host_mover(bool reading, std::size_t size, std::size_t pool_threads)

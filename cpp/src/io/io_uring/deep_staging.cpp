@@ -21,7 +21,7 @@ std::size_t io_uring_staging_buffers(std::size_t pool_threads, std::size_t trans
 {
   // The pool's threads share one shape's bytes: more in flight than that only adds kernel
   // workers competing for the cores.
-  std::size_t const threads = uring::threads_sharing_the_cores(pool_threads);
+  std::size_t const threads = threads_sharing_the_cores(pool_threads);
   std::size_t const in_flight =
     std::min(io_uring_piece_size() * io_uring_queue_depth() / threads, transfer_bytes);
   std::size_t const buffer = detail::staging_buffer_size();

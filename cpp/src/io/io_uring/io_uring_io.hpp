@@ -36,6 +36,13 @@ namespace kvikio::detail {
 [[nodiscard]] bool io_uring_available() noexcept;
 
 /**
+ * @brief The threads whose rings (and kernel workers) share the machine's cores: those of every
+ * pool of the process (detail::threads_of_live_pools()), and at least those of the pool running
+ * the transfer (`pool_threads`; 0: the global pool's setting); at least one.
+ */
+[[nodiscard]] std::size_t threads_sharing_the_cores(std::size_t pool_threads);
+
+/**
  * @brief The io_uring mover: this thread's ring (io_uring_transfer_all), device reads of
  * page-cache descriptors staged by io_uring_read_to_device(); a thread whose ring is refused
  * moves its bytes by system calls. One object for the process.

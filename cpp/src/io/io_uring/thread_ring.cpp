@@ -23,6 +23,7 @@
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 
+#include "core/threadpool_internals.hpp"
 #include "io/io_uring/thread_ring.hpp"
 
 namespace kvikio::detail {
@@ -60,12 +61,6 @@ int setup(unsigned entries, io_uring* ring) noexcept
 }
 
 }  // namespace
-
-std::size_t threads_sharing_the_cores(std::size_t pool_threads)
-{
-  return std::max<std::size_t>(pool_threads > 0 ? pool_threads : defaults::thread_pool_nthreads(),
-                               1);
-}
 
 ThreadRing::ThreadRing()
 {
@@ -202,6 +197,13 @@ bool io_uring_usable() noexcept { return io_uring_available() && this_thread_rin
 void set_io_uring_max_workers(unsigned workers) noexcept { uring::max_workers.store(workers); }
 
 unsigned io_uring_max_workers() noexcept { return uring::max_workers.load(); }
+
+std::size_t threads_sharing_the_cores(std::size_t pool_threads)
+{
+  std::size_t const of_the_call =
+    pool_threads > 0 ? pool_threads : defaults::thread_pool_nthreads();
+  return std::max({of_the_call, threads_of_live_pools(), std::size_t{1}});
+}
 
 void override_io_uring_setup(int errno_value, bool forget_probe) noexcept
 {

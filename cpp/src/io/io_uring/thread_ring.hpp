@@ -56,8 +56,4 @@ ThreadRing* this_thread_ring_object() noexcept;
 /// The ring of this_thread_ring_object(), or null.
 io_uring* this_thread_ring() noexcept;
 
-/// The threads whose rings share the machine: those of the pool running the transfer (0: the
-/// global pool's setting), at least one.
-std::size_t threads_sharing_the_cores(std::size_t pool_threads);
-
 }  // namespace kvikio::detail::uring
