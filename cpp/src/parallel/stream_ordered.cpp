@@ -297,7 +297,13 @@ void run_stream_ordered(StreamOrderedRange const& range,
                         StreamOrderedHostIo host_io,
                         std::function<void(ssize_t bytes, std::exception_ptr error)> on_done)
 {
-  auto const [stream, to_device, device, size, file_offset, piece_size, threads] = range;
+  CUstream const stream         = range.stream;
+  bool const to_device          = range.to_device;
+  CUdeviceptr const device      = range.device;
+  std::size_t const size        = range.size;
+  std::size_t const file_offset = range.file_offset;
+  std::size_t const piece_size  = range.piece_size;
+  std::size_t const threads     = range.threads;
   KVIKIO_EXPECT(
     piece_size > 0, "stream-ordered I/O: the task size must be positive", std::invalid_argument);
   if (size == 0) {

@@ -101,7 +101,11 @@ std::future<std::size_t> MultiPollTransport::pread(RemoteEndpoint& endpoint,
                                                    Destination const& to,
                                                    std::shared_ptr<void> lease)
 {
-  auto const [buf, size, file_offset, task_size, device_context] = to;
+  std::byte* const buf           = to.buf;
+  std::size_t const size         = to.size;
+  std::size_t const file_offset  = to.file_offset;
+  std::size_t const task_size    = to.task_size;
+  CUcontext const device_context = to.device_context;
   KVIKIO_NVTX_FUNC_RANGE();
   std::size_t const chunks     = (size + task_size - 1) / task_size;
   auto completion              = std::make_shared<PreadCompletion>(chunks, size, std::move(lease));

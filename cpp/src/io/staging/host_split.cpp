@@ -24,7 +24,9 @@ namespace {
 // through it; less than the piece's size when the file ends (reads) or O_DIRECT is refused.
 std::size_t move_direct(ByteMover& mover, bool read, LocalFile const& file, HostPiece piece)
 {
-  auto const [buf, length, offset] = piece;
+  std::byte* const buf     = piece.buf;
+  std::size_t const length = piece.size;
+  std::size_t const offset = piece.offset;
   if (length == 0) { return 0; }
   if (is_aligned(reinterpret_cast<std::uintptr_t>(buf), get_page_size())) {
     try {  // in one go: a mover that keeps many requests in flight keeps them all busy
@@ -78,7 +80,9 @@ std::byte* aligned_scratch(std::size_t& size)
 
 std::size_t host_io(ByteMover& mover, bool read, LocalFile const& file, HostPiece piece)
 {
-  auto const [buf, size, offset] = piece;
+  std::byte* const buf     = piece.buf;
+  std::size_t const size   = piece.size;
+  std::size_t const offset = piece.offset;
   if (size == 0) { return 0; }
   KVIKIO_EXPECT(buf != nullptr,
                 "null buffer for a transfer of " + std::to_string(size) + " bytes",
