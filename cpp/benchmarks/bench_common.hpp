@@ -103,9 +103,9 @@ inline void print_table(std::vector<Row> const& rows)
 {
   bool const staged =
     std::any_of(rows.begin(), rows.end(), [](Row const& r) { return r.mem == "device"; });
-  std::printf("\n%-6s %-6s %-26s %7s %5s", "op", "mem", "variant", "threads", "task");
+  std::printf("\n%-6s %-6s %-36s %7s %5s", "op", "mem", "variant", "threads", "task");
   if (staged) { std::printf(" %4s %7s %8s", "k", "slot", "pinned"); }
-  std::printf(" %9s %9s %9s %9s\n%-6s %-6s %-26s %7s %5s",
+  std::printf(" %9s %9s %9s %9s\n%-6s %-6s %-36s %7s %5s",
               "median",
               "min",
               "max",
@@ -119,7 +119,7 @@ inline void print_table(std::vector<Row> const& rows)
   std::printf(" %9s %9s %9s %9s\n", "GB/s", "GB/s", "GB/s", "");
   for (auto const& r : rows) {
     auto const g = r.gbps();
-    std::printf("%-6s %-6s %-26s %7u %5zu",
+    std::printf("%-6s %-6s %-36s %7u %5zu",
                 r.op.c_str(),
                 r.mem.c_str(),
                 r.variant.c_str(),

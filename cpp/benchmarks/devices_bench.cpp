@@ -2,10 +2,17 @@
  * SPDX-License-Identifier: Apache-2.0
  *
  * kvikio_bench local|remote read --mem device --devices 0,1,...: reads into several GPUs at once
- * from one process, beside one GPU alone and beside host memory, in the same run.
+ * from one process, beside one GPU alone, beside host memory and beside one process per GPU, in
+ * the same run.
  */
 #include "devices_bench.hpp"
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,10 +25,138 @@
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
 
+extern char** environ;
+
 namespace kvikio::bench {
+namespace {
+
+// A child's side: reads into `devices[0]` with a pool of `threads[0]` once to warm up, says
+// "ready", then reads once per line on its standard input and prints the seconds it took.
+void serve_parent(DevicesRun const& run, ReadInto const& read)
+{
+  auto& api = cudaAPI::instance();
+  PushAndPopContext const in{get_primary_cuda_context(run.devices.front())};
+  CUdeviceptr dptr{};
+  KVIKIO_CUDA_DRIVER_TRY(api.MemAlloc(&dptr, run.size));
+  ThreadPool pool{run.threads.front()};
+  read(reinterpret_cast<void*>(dptr), &pool);
+  std::printf("ready\n");
+  std::fflush(stdout);
+  for (char line[16]; std::fgets(line, sizeof line, stdin) != nullptr;) {
+    auto const t0 = std::chrono::steady_clock::now();
+    read(reinterpret_cast<void*>(dptr), &pool);
+    std::printf("%.9f\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    std::fflush(stdout);
+  }
+  KVIKIO_CUDA_DRIVER_TRY(api.MemFree(dptr));
+}
+
+// The command line of the child for `device` with `threads` threads: this program's, without
+// its --devices and --threads.
+std::vector<std::string> child_command(std::vector<std::string> const& command,
+                                       int device,
+                                       unsigned threads)
+{
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < command.size(); ++i) {
+    auto const& a = command[i];
+    if (a == "--devices" || a == "--threads") {
+      ++i;  // and its value
+    } else if (a.rfind("--devices=", 0) != 0 && a.rfind("--threads=", 0) != 0) {
+      out.push_back(a);
+    }
+  }
+  out.insert(
+    out.end(),
+    {"--devices", std::to_string(device), "--threads", std::to_string(threads), "--device-child"});
+  return out;
+}
+
+// One process per GPU, each with a pool of `threads`: for each repeat, every process reads at
+// once; the measurement is the slowest one's time.
+std::vector<Measurement> one_process_each(DevicesRun const& run, unsigned threads)
+{
+  struct Child {
+    pid_t pid{-1};
+    FILE* to{nullptr};
+    FILE* from{nullptr};
+  };
+  std::vector<Child> children;
+  auto const finish = [&] {
+    for (auto& c : children) {
+      if (c.to != nullptr) { std::fclose(c.to); }  // end of input: the child exits
+    }
+    for (auto& c : children) {
+      if (c.from != nullptr) { std::fclose(c.from); }
+      if (c.pid > 0) { ::waitpid(c.pid, nullptr, 0); }
+    }
+  };
+  try {
+    for (int d : run.devices) {
+      int to[2], from[2];
+      // Close-on-exec: a later child must not hold this one's input open (it would never end).
+      KVIKIO_EXPECT(::pipe2(to, O_CLOEXEC) == 0 && ::pipe2(from, O_CLOEXEC) == 0, "pipe failed");
+      posix_spawn_file_actions_t actions;
+      posix_spawn_file_actions_init(&actions);
+      posix_spawn_file_actions_adddup2(&actions, to[0], 0);
+      posix_spawn_file_actions_adddup2(&actions, from[1], 1);
+      for (int fd : {to[0], to[1], from[0], from[1]}) {
+        posix_spawn_file_actions_addclose(&actions, fd);
+      }
+      auto const args = child_command(run.command, d, threads);
+      std::vector<char*> argv;
+      for (auto const& a : args) {
+        argv.push_back(const_cast<char*>(a.c_str()));
+      }
+      argv.push_back(nullptr);
+      Child c;
+      int const r =
+        ::posix_spawn(&c.pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+      posix_spawn_file_actions_destroy(&actions);
+      ::close(to[0]);
+      ::close(from[1]);
+      c.to   = ::fdopen(to[1], "w");
+      c.from = ::fdopen(from[0], "r");
+      children.push_back(c);
+      KVIKIO_EXPECT(r == 0, "cannot start a process for GPU " + std::to_string(d));
+    }
+    char line[64];
+    for (auto& c : children) {
+      KVIKIO_EXPECT(
+        std::fgets(line, sizeof line, c.from) != nullptr && std::strcmp(line, "ready\n") == 0,
+        "a process for one GPU ended before it was ready (its error is above)");
+    }
+    std::vector<Measurement> runs;
+    for (unsigned rep = 0; rep < run.repeat; ++rep) {
+      for (auto& c : children) {
+        std::fputs("go\n", c.to);
+        std::fflush(c.to);
+      }
+      double slowest = 0;
+      for (auto& c : children) {
+        KVIKIO_EXPECT(std::fgets(line, sizeof line, c.from) != nullptr,
+                      "a process for one GPU ended during a read (its error is above)");
+        slowest = std::max(slowest, std::strtod(line, nullptr));
+      }
+      runs.push_back({slowest, 0.0});  // the children's CPU time is not this process's
+    }
+    finish();
+    return runs;
+  } catch (...) {
+    finish();
+    throw;
+  }
+}
+
+}  // namespace
 
 std::vector<Row> run_devices(DevicesRun const& run, ReadInto const& read, std::string const& header)
 {
+  if (run.child) {
+    serve_parent(run, read);
+    return {};
+  }
   auto& api = cudaAPI::instance();
   int count = 0;
   KVIKIO_CUDA_DRIVER_TRY(api.DeviceGetCount(&count));
@@ -102,6 +237,12 @@ std::vector<Row> run_devices(DevicesRun const& run, ReadInto const& read, std::s
     rows.push_back(std::move(total));
     for (auto& r : each) {
       rows.push_back(std::move(r));
+    }
+    if (!run.command.empty() && targets.size() > 1) {
+      Row separate =
+        row("device", "GPUs " + list + ", a process each, total", run.size * targets.size());
+      separate.runs = one_process_each(run, nthreads);
+      rows.push_back(std::move(separate));
     }
   }
   for (auto const& t : targets) {

@@ -118,8 +118,10 @@ int main(int argc, char** argv)
     ->add_option("--devices",
                  local.devices,
                  "reads into these GPUs at once (e.g. 0,1), a pool of --threads threads each: "
-                 "per GPU and in total, beside the first GPU alone and pread into host memory")
+                 "per GPU and in total, beside the first GPU alone, pread into host memory and "
+                 "the same reads from one process per GPU")
     ->delimiter(',');
+  local_cmd->add_flag("--device-child", local.device_child)->group("");  // devices_bench.hpp
   local_cmd->add_option("--async-reads", local.async_reads, "N for --api async")
     ->default_val(8)
     ->check(CLI::PositiveNumber);
@@ -185,14 +187,19 @@ int main(int argc, char** argv)
                  remote.devices,
                  "reads of the whole object into these GPUs at once (e.g. 0,1), through the first "
                  "--backend (easy: a pool of --threads threads per GPU): per GPU and in total, "
-                 "beside the first GPU alone and host memory")
+                 "beside the first GPU alone, host memory and one process per GPU")
     ->delimiter(',');
+  remote_cmd->add_flag("--device-child", remote.device_child)->group("");  // devices_bench.hpp
   remote_cmd
     ->add_option("--reference", remote.reference, "random: a local file with the object's bytes")
     ->check(CLI::ExistingFile);
   add_reader_options(remote_cmd, remote.reader);
 #endif
   CLI11_PARSE(app, argc, argv);
+  local.command.assign(argv, argv + argc);
+#ifdef KVIKIO_BENCH_REMOTE
+  remote.command = local.command;
+#endif
   try {
     if (ipc_cmd->parsed()) { return kvikio::bench::run_ipc(ipc_options); }
 #ifdef KVIKIO_BENCH_REMOTE

@@ -121,8 +121,13 @@ int run_local_devices(LocalOptions const& o)
   KVIKIO_EXPECT(o.op == "read" && o.mem == "device" && o.api == "pread",
                 "--devices needs read, --mem device and --api pread",
                 std::invalid_argument);
-  DevicesRun const run{
-    o.devices, parse_size(o.size_text), parse_size(o.task_size_text), o.threads, o.repeat};
+  DevicesRun const run{o.devices,
+                       parse_size(o.size_text),
+                       parse_size(o.task_size_text),
+                       o.threads,
+                       o.repeat,
+                       o.command,
+                       o.device_child};
   if (o.create) { ensure_file(o.file, run.size); }
   FileHandle file{o.file, "r"};
   auto const read = [&](void* dst, ThreadPool* pool) {

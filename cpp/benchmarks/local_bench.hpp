@@ -35,6 +35,10 @@ struct LocalOptions {
   bool io_uring_unregistered{false};
   // Device reads into several GPUs at once (ordinals); empty: one GPU, the sweep above.
   std::vector<int> devices;
+  // This program's command line (for one process per GPU), and whether this process is one
+  // (devices_bench.hpp).
+  std::vector<std::string> command;
+  bool device_child{false};
 };
 
 /// Runs `kvikio_bench local ...`; returns the process exit code.

@@ -171,8 +171,13 @@ int run_remote_devices(RemoteOptions const& o, RemoteHandle& handle)
   defaults::set_remote_backend(o.backends.front() == "easy"
                                  ? RemoteBackendType::LIBCURL_EASY
                                  : RemoteBackendType::LIBCURL_MULTI_POLL);
-  DevicesRun const run{
-    o.devices, handle.nbytes(), parse_size(o.task_size_text), o.threads, o.repeat};
+  DevicesRun const run{o.devices,
+                       handle.nbytes(),
+                       parse_size(o.task_size_text),
+                       o.threads,
+                       o.repeat,
+                       o.command,
+                       o.device_child};
   auto const read = [&](void* dst, ThreadPool* pool) {
     KVIKIO_EXPECT(handle.pread(dst, run.size, 0, run.task, pool).get() == run.size,
                   "short remote read");

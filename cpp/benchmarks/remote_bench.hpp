@@ -27,6 +27,8 @@ struct RemoteOptions {
   unsigned repeat{5};
   std::string json;
   std::vector<int> devices;  ///< reads into these GPUs at once (devices_bench.hpp); empty: one
+  std::vector<std::string> command;  ///< this program's command line (one process per GPU)
+  bool device_child{false};          ///< this process is one of them (devices_bench.hpp)
   // `random` (random_bench.cpp): the reader's workload (`threads` are the easy variants' pool
   // sizes), the object being a copy of `reference`.
   std::string reference;
