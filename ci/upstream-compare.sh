@@ -22,8 +22,9 @@
 #           pool of 8, KVIKIO_COMPAT_MODE=ON, and 1 caller x 8 with no setting at all, into device
 #           and pinned host memory (READER_SECONDS per point, 2); synchronous 4 KiB and 64 KiB
 #           reads (p50/p99); peak RSS; and the plain way with no library (PLAIN_THREADS threads,
-#           "8 16": pread(2), plus one copy and its wait per read for device memory). The order of
-#           the libraries alternates between rounds. Its table: ci/reader-table.py.
+#           "8 16": pread(2), plus one copy and its wait per read for device memory). Its table:
+#           ci/reader-table.py.
+# In every local part the order of the libraries alternates between rounds.
 # LOCAL=0, WRITE=0, ASYNC=0, REMOTE=0, DEFAULTS=0, READER=0 leave a part out.
 # BEFORE=<dir> adds an earlier build of this project as library "before" (the same harnesses
 # and its lib/ in that folder, found through their RUNPATH $ORIGIN/lib), interleaved with the
@@ -114,18 +115,25 @@ libs=(upstream ours)
 threads=${THREADS:-1,2,4,8,16}
 for round in $(seq 1 "${ROUNDS:-2}"); do
   echo "=== round $round" >>"$log"
-  for lib in "${libs[@]}"; do
+  # The order alternates between rounds: the run second in a round has read lower with the same
+  # code (4-24% in some rows), so no library may always come second.
+  order=("${libs[@]}")
+  if ((round % 2 == 0)); then
+    order=()
+    for ((i = ${#libs[@]} - 1; i >= 0; i--)); do order+=("${libs[$i]}"); done
+  fi
+  for lib in "${order[@]}"; do
     [[ ${LOCAL:-1} == 1 ]] &&
       KVIKIO_COMPAT_MODE=ON run "$lib" "$(bin_of $lib)/pread_bench" "$lib" "$file" 4 "$threads" 5
   done
   [[ ${LOCAL:-1} == 1 ]] && run plain "$cmp/ours/whole_file" plain read "$file" "$threads" 5
-  for lib in "${libs[@]}" plain; do
+  for lib in "${order[@]}" plain; do
     [[ ${WRITE:-1} == 1 ]] || break
     has "$lib" whole_file || continue
     KVIKIO_COMPAT_MODE=ON WHOLE_FILE_SIZE=${WRITE_SIZE:-2147483648} run "$lib" \
       "$(bin_of "$lib")/whole_file" "$lib" write "$work/written.bin" "$threads" 3
   done
-  for lib in "${libs[@]}"; do
+  for lib in "${order[@]}"; do
     [[ ${ASYNC:-1} == 1 ]] || break
     has "$lib" read_async_bench || continue
     for reads in "65536 1024" "1048576 64"; do
@@ -156,13 +164,6 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
   for lib in "${libs[@]}"; do
     [[ ${DEFAULTS:-1} == 1 ]] && run "$lib" "$(bin_of $lib)/defaults_read" "$lib" "$file" 3
   done
-  # The order alternates between rounds: the run second in a round has read lower with the same
-  # code (4-24% in some rows), so neither library may always come second.
-  order=("${libs[@]}")
-  if ((round % 2 == 0)); then
-    order=()
-    for ((i = ${#libs[@]} - 1; i >= 0; i--)); do order+=("${libs[$i]}"); done
-  fi
   for lib in "${order[@]}"; do
     [[ ${READER:-1} == 1 ]] || break
     for mem in device host; do
