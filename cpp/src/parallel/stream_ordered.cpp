@@ -297,15 +297,11 @@ void run_stream_ordered(StreamOrderedRange const& range,
                         StreamOrderedHostIo host_io,
                         std::function<void(ssize_t bytes, std::exception_ptr error)> on_done)
 {
-  CUstream const stream         = range.stream;
-  bool const to_device          = range.to_device;
-  CUdeviceptr const device      = range.device;
-  std::size_t const size        = range.size;
-  std::size_t const file_offset = range.file_offset;
-  std::size_t const piece_size  = range.piece_size;
-  std::size_t const threads     = range.threads;
-  KVIKIO_EXPECT(
-    piece_size > 0, "stream-ordered I/O: the task size must be positive", std::invalid_argument);
+  CUstream const stream  = range.stream;
+  std::size_t const size = range.size;
+  KVIKIO_EXPECT(range.piece_size > 0,
+                "stream-ordered I/O: the task size must be positive",
+                std::invalid_argument);
   if (size == 0) {
     on_done(0, nullptr);
     return;
@@ -315,7 +311,7 @@ void run_stream_ordered(StreamOrderedRange const& range,
   // overlapped.
   std::size_t const page      = get_page_size();
   std::size_t const k         = defaults::num_bounce_buffers();
-  std::size_t const budget    = threads * detail::staging_buffer_size();
+  std::size_t const budget    = range.threads * detail::staging_buffer_size();
   std::size_t const slot_size = std::max(page, budget / k / page * page);
   std::size_t const num_slots = std::max<std::size_t>(1, std::min(k, budget / slot_size));
   auto op                     = std::make_shared<Operation>();
@@ -328,12 +324,12 @@ void run_stream_ordered(StreamOrderedRange const& range,
     if (!op->ring->retired()) { break; }
     planning.unlock();
   }
-  op->to_device               = to_device;
+  op->to_device               = range.to_device;
   op->host_io                 = std::move(host_io);
   op->on_done                 = std::move(on_done);
   auto& ring                  = *op->ring;
   std::size_t const staged    = ring.slot_size();  // the ring may keep an earlier shape a while
-  op->piece_size              = std::min(piece_size, staged);
+  op->piece_size              = std::min(range.piece_size, staged);
   op->pieces_per_group        = (staged + op->piece_size - 1) / op->piece_size;
   op->num_groups              = (size + staged - 1) / staged;
   op->groups                  = std::make_unique<Group[]>(op->num_groups);
@@ -346,20 +342,20 @@ void run_stream_ordered(StreamOrderedRange const& range,
   for (std::size_t i = 0; i < op->num_groups; ++i) {
     auto& g                  = op->groups[i];
     auto& slot               = ring.next_slot();
-    g.device                 = device + i * staged;
+    g.device                 = range.device + i * staged;
     g.size                   = std::min(staged, size - i * staged);
-    g.file_offset            = file_offset + i * staged;
+    g.file_offset            = range.file_offset + i * staged;
     g.slot                   = &slot;
     g.generation             = ++slot.generation;
     g.previous_use_was_write = slot.last_use_was_write;
     g.pieces_left.store((g.size + op->piece_size - 1) / op->piece_size, std::memory_order_relaxed);
-    slot.last_use_was_write = !to_device;
+    slot.last_use_was_write = !range.to_device;
   }
 
   // The workers get the pieces before the stream's side is enqueued: enqueuing blocks once the
   // stream holds about 1000 pending operations, until it has run some, which may need them.
   try {
-    run_when_ready(op, threads);
+    run_when_ready(op, range.threads);
   } catch (...) {  // the operation never began: its uses count as done
     for (std::size_t i = 0; i < op->num_groups; ++i) {
       auto& slot = *op->groups[i].slot;
