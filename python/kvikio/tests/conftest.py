@@ -232,6 +232,21 @@ def device():
             d.check(d.lib.cuStreamCreate(ctypes.byref(handle), 1), "cuStreamCreate")
             return handle.value
 
+        @staticmethod
+        def stream_on(ordinal: int):
+            """A stream of device ``ordinal``; the current device stays as it was."""
+            if cupy is not None:
+                with cupy.cuda.Device(ordinal):
+                    return cupy.cuda.Stream(non_blocking=True)
+            d = _Driver(ordinal)
+            handle = ctypes.c_void_p()
+            d.push()
+            try:
+                d.check(d.lib.cuStreamCreate(ctypes.byref(handle), 1), "cuStreamCreate")
+            finally:
+                d.pop()
+            return handle.value
+
     return Device
 
 
