@@ -25,6 +25,10 @@
 #           "8 16": pread(2), plus one copy and its wait per read for device memory). Its table:
 #           ci/reader-table.py.
 # In every local part the order of the libraries alternates between rounds.
+#   devices (DEVICES=0,1,2,3, off unless given) the hot file into every listed GPU at once from
+#           one process, a pool of THREADS threads per GPU, beside the first GPU alone
+#           (cpp/benchmarks/upstream/devices_read.cpp); one process per GPU is kvikio_bench's
+#           `--devices` row (ours only).
 # LOCAL=0, WRITE=0, ASYNC=0, REMOTE=0, DEFAULTS=0, READER=0 leave a part out.
 # BEFORE=<dir> adds an earlier build of this project as library "before" (the same harnesses
 # and its lib/ in that folder, found through their RUNPATH $ORIGIN/lib), interleaved with the
@@ -127,6 +131,12 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
       KVIKIO_COMPAT_MODE=ON run "$lib" "$(bin_of $lib)/pread_bench" "$lib" "$file" 4 "$threads" 5
   done
   [[ ${LOCAL:-1} == 1 ]] && run plain "$cmp/ours/whole_file" plain read "$file" "$threads" 5
+  for lib in "${order[@]}"; do
+    [[ -n ${DEVICES:-} ]] || break
+    has "$lib" devices_read || continue
+    KVIKIO_COMPAT_MODE=ON run "$lib" "$(bin_of "$lib")/devices_read" "$lib" "$file" "$DEVICES" \
+      "$threads" 3
+  done
   for lib in "${order[@]}" plain; do
     [[ ${WRITE:-1} == 1 ]] || break
     has "$lib" whole_file || continue

@@ -18,6 +18,7 @@ PREAD = re.compile(r"^(\S+)\s+(pread|pwrite) (\w+)\s+threads\s+(\d+) task\s+\d+ 
 REMOTE = re.compile(r"^(\S+)\s+remote (\w+)\s+threads\s+(\d+)(?: task\s+\d+ MiB: median\s+([\d.]+)|: error: (.*))")
 DEFAULTS = re.compile(r"^(\S+)\s+defaults (\w+)\s*: median\s+([\d.]+)")
 ASYNC = re.compile(r"^(\S+)\s+read_async (\d+) x (\d+): median\s+([\d.]+).* after ([\d.]+) us")
+DEVICES = re.compile(r"^(\S+)\s+devices (\S+) threads\s+(\d+): alone\s+([\d.]+) GB/s, at once\s+([\d.]+)")
 CPU = re.compile(r"^cpu (\w+) user ([\d.]+) sys ([\d.]+) wall ([\d.]+)")
 TRANSPORT = {"EASY_THREADPOOL": "remote easy", "MULTI_POLL": "remote multi-poll"}
 
@@ -36,6 +37,9 @@ def parse(path):
         if m := PREAD.match(line):
             lib, verb, mem, t, med = m.groups()
             results[(verb, mem)][lib][int(t)].append(float(med))
+        elif m := DEVICES.match(line):
+            lib, names, t, alone, together = m.groups()
+            results[("devices", names)][lib][int(t)].append((float(alone), float(together)))
         elif m := ASYNC.match(line):
             lib, size, count, med, held = m.groups()
             results[("read_async", f"{int(size) >> 10} KiB x {count}")][lib][0].append(
@@ -68,7 +72,7 @@ def table(results, errors):
     out = []
     ratios = {}
     for (kind, mem), libs in sorted(results.items()):
-        if kind in ("defaults", "read_async"):
+        if kind in ("defaults", "read_async", "devices"):
             continue
         # "ours" and its variants ("ours-posix": another setting of ours), each against upstream
         variants = ["ours"] + sorted(lib for lib in libs if lib not in ("upstream", "ours"))
@@ -104,6 +108,24 @@ def table(results, errors):
             out.append(f"| {mem} | {', '.join(f'{v:.2f}' for v in up)} | "
                        f"{', '.join(f'{v:.2f}' for v in ours)} | "
                        f"{'–' if r is None else f'**{r:.2f}**'} |")
+    several = {names: libs for (kind, names), libs in results.items() if kind == "devices"}
+    for names, libs in sorted(several.items()):
+        out.append(f"\n**GPUs {names} at once from one process** (GB/s in total by round; the "
+                   "first GPU alone in brackets)\n")
+        threads = sorted(set().union(*(set(v) for v in libs.values())))
+        out.append("| | " + " | ".join(str(t) for t in threads) + " |")
+        out.append("|---|" + "---|" * len(threads))
+        for lib in sorted(libs, key=lambda name: (name != "upstream", name)):
+            cells = [", ".join(f"{b:.2f} ({a:.2f})" for a, b in libs[lib].get(t, [])) or "–"
+                     for t in threads]
+            out.append(f"| {lib} | " + " | ".join(cells) + " |")
+        for lib in sorted(lib for lib in libs if lib != "upstream"):
+            cells = []
+            for t in threads:
+                r = ratio([b for _, b in libs[lib].get(t, [])],
+                          [b for _, b in libs.get("upstream", {}).get(t, [])])
+                cells.append("–" if r is None else f"**{r:.2f}**")
+            out.append(f"| {lib} / upstream | " + " | ".join(cells) + " |")
     stream = {what: libs for (kind, what), libs in results.items() if kind == "read_async"}
     if stream:
         out.append("\n**read_async** on one stream (GB/s by round; the caller back after, us per "
