@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,30 +31,37 @@ extern char** environ;
 namespace kvikio::bench {
 namespace {
 
-// A child's side: reads into `devices[0]` with a pool of `threads[0]` once to warm up, says
-// "ready", then reads once per line on its standard input and prints the seconds it took.
+// The descriptor a child answers its parent on: not standard output, which the library may
+// write to (notices).
+constexpr int answer_fd = 3;
+
+// A child's side: reads into `devices[0]` with a pool of `threads[0]` once to warm up, answers
+// "ready", then reads once per line on its standard input and answers "took <seconds>".
 void serve_parent(DevicesRun const& run, ReadInto const& read)
 {
+  std::unique_ptr<FILE, int (*)(FILE*)> answer{::fdopen(answer_fd, "w"), std::fclose};
+  KVIKIO_EXPECT(answer != nullptr, "--device-child: no answer descriptor (run by a parent only)");
   auto& api = cudaAPI::instance();
   PushAndPopContext const in{get_primary_cuda_context(run.devices.front())};
   CUdeviceptr dptr{};
   KVIKIO_CUDA_DRIVER_TRY(api.MemAlloc(&dptr, run.size));
   ThreadPool pool{run.threads.front()};
   read(reinterpret_cast<void*>(dptr), &pool);
-  std::printf("ready\n");
-  std::fflush(stdout);
+  std::fprintf(answer.get(), "ready\n");
+  std::fflush(answer.get());
   for (char line[16]; std::fgets(line, sizeof line, stdin) != nullptr;) {
     auto const t0 = std::chrono::steady_clock::now();
     read(reinterpret_cast<void*>(dptr), &pool);
-    std::printf("%.9f\n",
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    std::fflush(stdout);
+    std::fprintf(answer.get(),
+                 "took %.9f\n",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    std::fflush(answer.get());
   }
   KVIKIO_CUDA_DRIVER_TRY(api.MemFree(dptr));
 }
 
 // The command line of the child for `device` with `threads` threads: this program's, without
-// its --devices and --threads.
+// its --devices and --threads (and their values, one or several).
 std::vector<std::string> child_command(std::vector<std::string> const& command,
                                        int device,
                                        unsigned threads)
@@ -62,7 +70,9 @@ std::vector<std::string> child_command(std::vector<std::string> const& command,
   for (std::size_t i = 0; i < command.size(); ++i) {
     auto const& a = command[i];
     if (a == "--devices" || a == "--threads") {
-      ++i;  // and its value
+      while (i + 1 < command.size() && command[i + 1].rfind('-', 0) != 0) {
+        ++i;  // its values
+      }
     } else if (a.rfind("--devices=", 0) != 0 && a.rfind("--threads=", 0) != 0) {
       out.push_back(a);
     }
@@ -82,6 +92,7 @@ std::vector<Measurement> one_process_each(DevicesRun const& run, unsigned thread
     FILE* to{nullptr};
     FILE* from{nullptr};
   };
+  std::signal(SIGPIPE, SIG_IGN);  // a child that died fails the write, not this process
   std::vector<Child> children;
   auto const finish = [&] {
     for (auto& c : children) {
@@ -96,11 +107,16 @@ std::vector<Measurement> one_process_each(DevicesRun const& run, unsigned thread
     for (int d : run.devices) {
       int to[2], from[2];
       // Close-on-exec: a later child must not hold this one's input open (it would never end).
-      KVIKIO_EXPECT(::pipe2(to, O_CLOEXEC) == 0 && ::pipe2(from, O_CLOEXEC) == 0, "pipe failed");
+      KVIKIO_EXPECT(::pipe2(to, O_CLOEXEC) == 0, "pipe failed");
+      if (::pipe2(from, O_CLOEXEC) != 0) {
+        ::close(to[0]);
+        ::close(to[1]);
+        KVIKIO_FAIL("pipe failed");
+      }
       posix_spawn_file_actions_t actions;
       posix_spawn_file_actions_init(&actions);
       posix_spawn_file_actions_adddup2(&actions, to[0], 0);
-      posix_spawn_file_actions_adddup2(&actions, from[1], 1);
+      posix_spawn_file_actions_adddup2(&actions, from[1], answer_fd);
       for (int fd : {to[0], to[1], from[0], from[1]}) {
         posix_spawn_file_actions_addclose(&actions, fd);
       }
@@ -118,8 +134,11 @@ std::vector<Measurement> one_process_each(DevicesRun const& run, unsigned thread
       ::close(from[1]);
       c.to   = ::fdopen(to[1], "w");
       c.from = ::fdopen(from[0], "r");
+      if (c.to == nullptr) { ::close(to[1]); }
+      if (c.from == nullptr) { ::close(from[0]); }
       children.push_back(c);
-      KVIKIO_EXPECT(r == 0, "cannot start a process for GPU " + std::to_string(d));
+      KVIKIO_EXPECT(r == 0 && c.to != nullptr && c.from != nullptr,
+                    "cannot start a process for GPU " + std::to_string(d));
     }
     char line[64];
     for (auto& c : children) {
@@ -135,9 +154,11 @@ std::vector<Measurement> one_process_each(DevicesRun const& run, unsigned thread
       }
       double slowest = 0;
       for (auto& c : children) {
-        KVIKIO_EXPECT(std::fgets(line, sizeof line, c.from) != nullptr,
+        double took = 0;
+        KVIKIO_EXPECT(std::fgets(line, sizeof line, c.from) != nullptr &&
+                        std::sscanf(line, "took %lf", &took) == 1,
                       "a process for one GPU ended during a read (its error is above)");
-        slowest = std::max(slowest, std::strtod(line, nullptr));
+        slowest = std::max(slowest, took);
       }
       runs.push_back({slowest, 0.0});  // the children's CPU time is not this process's
     }

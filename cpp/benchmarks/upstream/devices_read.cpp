@@ -4,8 +4,9 @@
  * Several GPUs from one process: a whole hot file read by FileHandle::pread into every listed
  * GPU at once, a thread per GPU each calling pread with a pool of its own (T threads), in 4 MiB
  * tasks; beside the first GPU alone. Only the public API, so the same source is compiled against
- * upstream KvikIO and against this project (ci/upstream-harness.sh). The first and last bytes of
- * every GPU's copy are compared with the file.
+ * upstream KvikIO and against this project (ci/upstream-harness.sh). Before the last reads at
+ * once every GPU's buffer is poisoned; after them its first, middle and last 4 KiB are compared
+ * with the file.
  *
  * Usage: devices_read <label> <file> <devices, e.g. 0,1,2,3> <threads list, e.g. 8,16> [reps]
  * Prints: "<label> devices <list> threads <t>: alone <x> GB/s, at once <y> GB/s in total"
@@ -59,7 +60,7 @@ int main(int argc, char** argv)
   std::string const label = argv[1], path = argv[2];
   auto const devices         = list_of(argv[3]);
   auto const threads         = list_of(argv[4]);
-  int const reps             = argc > 5 ? std::atoi(argv[5]) : 3;
+  int const reps             = std::max(1, argc > 5 ? std::atoi(argv[5]) : 3);
   constexpr std::size_t task = std::size_t{4} << 20;
   kvikio::FileHandle file(path, "r");
   std::size_t const n = file.nbytes();
@@ -74,11 +75,14 @@ int main(int argc, char** argv)
     buffers.push_back(p);
   }
   cudaSetDevice(static_cast<int>(devices.front()));
-  // The file's first and last 4 KiB, read by the system, to check every GPU's copy against.
+  // The file's first, middle and last 4 KiB, read by the system, to check every GPU's copy
+  // against.
   std::size_t const edge = std::min<std::size_t>(4096, n);
-  std::vector<char> head(edge), tail(edge), got(edge);
+  std::size_t const mid  = n / 2 / edge * edge;
+  std::vector<char> head(edge), middle(edge), tail(edge), got(edge);
   int const fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0 || ::pread(fd, head.data(), edge, 0) != static_cast<ssize_t>(edge) ||
+      ::pread(fd, middle.data(), edge, static_cast<off_t>(mid)) != static_cast<ssize_t>(edge) ||
       ::pread(fd, tail.data(), edge, static_cast<off_t>(n - edge)) != static_cast<ssize_t>(edge)) {
     std::puts("cannot read the file");
     return 1;
@@ -114,6 +118,14 @@ int main(int argc, char** argv)
     std::vector<double> alone, together;
     for (int r = 0; r < reps; ++r) {
       double const a = seconds([&] { return into(0); });
+      if (r == reps - 1) {  // the last reads at once must write every byte that is checked
+        for (std::size_t i = 0; i < devices.size(); ++i) {
+          cudaSetDevice(static_cast<int>(devices[i]));
+          cudaMemset(buffers[i], 0xEE, n);
+          cudaDeviceSynchronize();
+        }
+        cudaSetDevice(static_cast<int>(devices.front()));
+      }
       double const b = seconds([&] {
         std::vector<std::thread> readers;
         std::vector<char> ok(devices.size(), 0);
@@ -133,7 +145,8 @@ int main(int argc, char** argv)
       together.push_back(static_cast<double>(n * devices.size()) / b / 1e9);
     }
     for (std::size_t i = 0; i < devices.size(); ++i) {
-      for (auto const& [want, at] : {std::pair{&head, std::size_t{0}}, {&tail, n - edge}}) {
+      for (auto const& [want, at] :
+           {std::pair{&head, std::size_t{0}}, {&middle, mid}, {&tail, n - edge}}) {
         cudaSetDevice(static_cast<int>(devices[i]));
         if (cudaMemcpy(got.data(), buffers[i] + at, edge, cudaMemcpyDeviceToHost) != cudaSuccess ||
             std::memcmp(got.data(), want->data(), edge) != 0) {

@@ -36,7 +36,7 @@ int main(int argc, char** argv)
   std::string const label = argv[1], path = argv[2];
   std::size_t const size  = std::stoull(argv[3]);
   std::size_t const count = std::stoull(argv[4]);
-  int const reps          = argc > 5 ? std::atoi(argv[5]) : 5;
+  int const reps          = std::max(1, argc > 5 ? std::atoi(argv[5]) : 5);
   std::size_t const n     = size * count;
   char* device            = nullptr;
   cudaStream_t stream{};
@@ -79,8 +79,13 @@ int main(int argc, char** argv)
   }
   // The bytes: the device buffer against the file read by the system.
   std::vector<char> want(n), got(n);
-  int const fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0 || ::pread(fd, want.data(), n, 0) != static_cast<ssize_t>(n) ||
+  int const fd     = ::open(path.c_str(), O_RDONLY);
+  std::size_t have = 0;  // pread(2) moves at most about 2 GiB a call
+  for (ssize_t r = 1; fd >= 0 && have < n && r > 0; have += static_cast<std::size_t>(r)) {
+    r = ::pread(fd, want.data() + have, n - have, static_cast<off_t>(have));
+    if (r < 0) { break; }
+  }
+  if (fd < 0 || have != n ||
       cudaMemcpy(got.data(), device, n, cudaMemcpyDeviceToHost) != cudaSuccess ||
       std::memcmp(want.data(), got.data(), n) != 0) {
     std::puts("wrong bytes");
