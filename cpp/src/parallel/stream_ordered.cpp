@@ -15,6 +15,7 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/nvtx.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
@@ -297,6 +298,7 @@ void run_stream_ordered(StreamOrderedRange const& range,
                         StreamOrderedHostIo host_io,
                         std::function<void(ssize_t bytes, std::exception_ptr error)> on_done)
 {
+  KVIKIO_NVTX_FUNC_RANGE();  // the caller's share of the call: planning and enqueuing
   CUstream const stream  = range.stream;
   std::size_t const size = range.size;
   KVIKIO_EXPECT(range.piece_size > 0,

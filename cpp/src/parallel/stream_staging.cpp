@@ -13,6 +13,7 @@
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/nvtx.hpp>
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
@@ -88,6 +89,7 @@ StagingRing::StagingRing(std::size_t num_slots, std::size_t slot_size)
     operations_ended_{Counter::take()},
     ended_in_order_{operations_ended_.load()}
 {
+  KVIKIO_NVTX_FUNC_RANGE();  // pins the stream's staging: on the caller, at a stream's first call
   operations_begun_ = ended_in_order_;
   slots_.reserve(num_slots);
   try {
