@@ -5,7 +5,7 @@
 
 /**
  * @file core/threadpool_internals.hpp
- * @brief What the library asks of every ThreadPool of the process (their registry is in
+ * @brief What the library asks of every ThreadPool of the process (kept beside their registry in
  * core/threadpool_wrapper.cpp).
  */
 

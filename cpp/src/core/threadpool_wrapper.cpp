@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <exception>
@@ -55,6 +56,10 @@ struct LivePools {
   std::mutex mutex;
   std::set<ThreadPool*> pools;
 };
+// The threads of every pool alive (threads_of_live_pools()): read on the I/O path, so kept as
+// one number rather than summed over the registry under its lock.
+std::atomic<std::size_t> live_threads{0};
+
 LivePools& live_pools()
 {
   static detail::BuiltOnce<LivePools> live;  // never destroyed: pools may outlive static objects
@@ -105,6 +110,7 @@ ThreadPool::~ThreadPool() { release(); }
 void ThreadPool::release() noexcept
 {
   stop_and_join();
+  live_threads.fetch_sub(thread_count_.exchange(0));
   {
     std::lock_guard const lock{live_pools().mutex};
     live_pools().pools.erase(this);
@@ -232,7 +238,8 @@ void ThreadPool::start(unsigned int nthreads)
     start_locked(*state_, nthreads);
   }
   // Only once they all run: while a resize is under way the pool reports the size it had.
-  thread_count_ = nthreads;
+  live_threads.fetch_add(nthreads);
+  live_threads.fetch_sub(thread_count_.exchange(nthreads));
 }
 
 void ThreadPool::start_locked(State& state, unsigned int nthreads)
@@ -344,15 +351,7 @@ void detach_overlapping_job(ThreadPool& pool, std::function<void()> job)
   pool.detach_job(std::move(job), true);
 }
 
-std::size_t threads_of_live_pools()
-{
-  std::lock_guard const lock{live_pools().mutex};
-  std::size_t threads = 0;
-  for (ThreadPool const* pool : live_pools().pools) {
-    threads += pool->get_thread_count();
-  }
-  return threads;
-}
+std::size_t threads_of_live_pools() { return live_threads.load(std::memory_order_relaxed); }
 
 }  // namespace detail
 }  // namespace kvikio
