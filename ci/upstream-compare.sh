@@ -12,7 +12,9 @@
 #   write   pwrite of a 2 GiB file (WRITE_SIZE) over its hot pages from device and pinned host
 #           memory, the same threads and tasks, medians of 3, the plain way beside them;
 #   async   read_async on one stream: 1024 x 64 KiB and 64 x 1 MiB of the hot file, pool of 4,
-#           medians of 5, and how long each call keeps its caller;
+#           and 16 x 64 MiB each followed by a memset on the stream, pool of 8 (ASYNC_MEMSET_POOL),
+#           medians of 5, how long each call keeps its caller and how long the process's first
+#           call kept it;
 #   remote  RemoteHandle::pread of a 2 GiB object from loopback nginx (8 workers, sendfile),
 #           both transports (KVIKIO_REMOTE_IO_BACKEND), threads REMOTE_THREADS (THREADS),
 #           medians of 3;
@@ -151,6 +153,8 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
       KVIKIO_COMPAT_MODE=ON KVIKIO_NTHREADS=4 run "$lib" "$(bin_of "$lib")/read_async_bench" "$lib" \
         "$file" $reads 5
     done
+    KVIKIO_COMPAT_MODE=ON KVIKIO_NTHREADS=${ASYNC_MEMSET_POOL:-8} run "$lib" \
+      "$(bin_of "$lib")/read_async_bench" "$lib" "$file" 67108864 16 5 memset
   done
   # OURS_VARIANTS: ours once more per variant, with its settings, labelled ours-<name>.
   for variant in ${OURS_VARIANTS:-}; do

@@ -17,7 +17,8 @@ from collections import defaultdict
 PREAD = re.compile(r"^(\S+)\s+(pread|pwrite) (\w+)\s+threads\s+(\d+) task\s+\d+ MiB: median\s+([\d.]+)")
 REMOTE = re.compile(r"^(\S+)\s+remote (\w+)\s+threads\s+(\d+)(?: task\s+\d+ MiB: median\s+([\d.]+)|: error: (.*))")
 DEFAULTS = re.compile(r"^(\S+)\s+defaults (\w+)\s*: median\s+([\d.]+)")
-ASYNC = re.compile(r"^(\S+)\s+read_async (\d+) x (\d+): median\s+([\d.]+).* after ([\d.]+) us")
+ASYNC = re.compile(r"^(\S+)\s+read_async (\d+) x (\d+)( \+ memset)?: median\s+([\d.]+).* after ([\d.]+) us"
+                   r"(?: per call, first call ([\d.]+) us)?")
 DEVICES = re.compile(r"^(\S+)\s+devices (\S+) threads\s+(\d+): alone\s+([\d.]+) GB/s, at once\s+([\d.]+)")
 CPU = re.compile(r"^cpu (\w+) user ([\d.]+) sys ([\d.]+) wall ([\d.]+)")
 TRANSPORT = {"EASY_THREADPOOL": "remote easy", "MULTI_POLL": "remote multi-poll"}
@@ -41,9 +42,10 @@ def parse(path):
             lib, names, t, alone, together = m.groups()
             results[("devices", names)][lib][int(t)].append((float(alone), float(together)))
         elif m := ASYNC.match(line):
-            lib, size, count, med, held = m.groups()
-            results[("read_async", f"{int(size) >> 10} KiB x {count}")][lib][0].append(
-                (float(med), float(held)))
+            lib, size, count, memset, med, held, first = m.groups()
+            what = f"{int(size) >> 10} KiB x {count}{' + memset' if memset else ''}"
+            results[("read_async", what)][lib][0].append(
+                (float(med), float(held), float(first) if first else None))
         elif m := REMOTE.match(line):
             label, mem, t, med, err = m.groups()
             lib, _, backend = label.partition("/")
@@ -129,17 +131,20 @@ def table(results, errors):
     stream = {what: libs for (kind, what), libs in results.items() if kind == "read_async"}
     if stream:
         out.append("\n**read_async** on one stream (GB/s by round; the caller back after, us per "
-                   "call, median)\n")
-        out.append("| reads | upstream GB/s | ours GB/s | ours / upstream | upstream us | ours us |")
-        out.append("|---|---|---|---|---|---|")
+                   "call, median; the process's first call, us)\n")
+        out.append("| reads | upstream GB/s | ours GB/s | ours / upstream | upstream us | ours us "
+                   "| upstream first us | ours first us |")
+        out.append("|---|---|---|---|---|---|---|---|")
+        firsts = lambda runs: ", ".join("–" if f is None else f"{f:.0f}" for _, _, f in runs)
         for what, libs in sorted(stream.items()):
             up, ours = libs["upstream"].get(0, []), libs["ours"].get(0, [])
-            r = ratio([g for g, _ in ours], [g for g, _ in up])
-            out.append(f"| {what} | {', '.join(f'{g:.2f}' for g, _ in up)} | "
-                       f"{', '.join(f'{g:.2f}' for g, _ in ours)} | "
+            r = ratio([g for g, _, _ in ours], [g for g, _, _ in up])
+            out.append(f"| {what} | {', '.join(f'{g:.2f}' for g, _, _ in up)} | "
+                       f"{', '.join(f'{g:.2f}' for g, _, _ in ours)} | "
                        f"{'–' if r is None else f'**{r:.2f}**'} | "
-                       f"{', '.join(f'{h:.0f}' for _, h in up)} | "
-                       f"{', '.join(f'{h:.1f}' for _, h in ours)} |")
+                       f"{', '.join(f'{h:.0f}' for _, h, _ in up)} | "
+                       f"{', '.join(f'{h:.1f}' for _, h, _ in ours)} | {firsts(up)} | "
+                       f"{firsts(ours)} |")
     return "\n".join(out), ratios
 
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <new>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -20,6 +21,7 @@
 #include <kvikio/utils.hpp>
 
 #include "parallel/stream_ordered.hpp"
+#include "parallel/stream_workers.hpp"
 
 namespace kvikio::detail {
 
@@ -71,6 +73,32 @@ class CounterPool {
 
 Counter Counter::take() { return CounterPool::instance().take(); }
 
+namespace {
+
+// A counter, or, if none can be had, `first` back to the pool and the error.
+Counter take_beside(Counter const& first)
+{
+  try {
+    return Counter::take();
+  } catch (...) {
+    Counter::give_back(first);
+    throw;
+  }
+}
+
+// Frees the slots' memory and gives their counters back.
+void release_slots(std::vector<StagingSlot>& slots, std::size_t slot_size) noexcept
+{
+  for (auto& slot : slots) {
+    CudaPinnedAllocator::deallocate(slot.memory, slot_size);
+    Counter::give_back(slot.host_done);
+    Counter::give_back(slot.stream_done);
+  }
+  slots.clear();
+}
+
+}  // namespace
+
 void Counter::give_back(Counter counter) noexcept { CounterPool::instance().give_back(counter); }
 
 void Counter::wait_for(std::uint32_t target) const noexcept
@@ -85,15 +113,34 @@ void Counter::wait_for(std::uint32_t target) const noexcept
 }
 
 StagingRing::StagingRing(std::size_t num_slots, std::size_t slot_size)
-  : slot_size_{slot_size},
+  : num_slots_{num_slots},
+    slot_size_{slot_size},
     operations_ended_{Counter::take()},
-    ended_in_order_{operations_ended_.load()}
+    stream_reached_{take_beside(operations_ended_)}
 {
-  KVIKIO_NVTX_FUNC_RANGE();  // pins the stream's staging: on the caller, at a stream's first call
-  operations_begun_ = ended_in_order_;
-  slots_.reserve(num_slots);
+  // Both counters start where the later of them is (values only grow): the stream has reached
+  // none of this ring's operations, and none has ended.
+  std::uint32_t const base = reached(operations_ended_.load(), stream_reached_.load())
+                               ? operations_ended_.load()
+                               : stream_reached_.load();
+  operations_ended_.store(base);
+  stream_reached_.store(base);
+  ended_in_order_   = base;
+  operations_begun_ = base;
+  last_unstaged_    = base;
+}
+
+void StagingRing::pin() noexcept
+{
+  KVIKIO_NVTX_FUNC_RANGE();  // pins a stream's staging, on a stream-ordered worker
+  {
+    std::lock_guard const lock{mutex_};
+    if (pinned_ || retired_) { return; }
+  }
+  std::vector<StagingSlot> slots;
   try {
-    for (std::size_t i = 0; i < num_slots; ++i) {
+    slots.reserve(num_slots_);
+    for (std::size_t i = 0; i < num_slots_; ++i) {
       auto host_done   = Counter::take();
       auto stream_done = Counter::take();
       // Both counters start where the later of them is (the earlier one only grows).
@@ -103,30 +150,33 @@ StagingRing::StagingRing(std::size_t num_slots, std::size_t slot_size)
       stream_done.store(base);
       void* memory = nullptr;
       try {
-        memory = CudaPinnedAllocator::allocate(slot_size);
+        memory = CudaPinnedAllocator::allocate(slot_size_);
       } catch (...) {
         Counter::give_back(host_done);
         Counter::give_back(stream_done);
         throw;
       }
-      slots_.push_back(StagingSlot{memory, host_done, stream_done, base});
+      slots.push_back(StagingSlot{memory, host_done, stream_done, base});
     }
-  } catch (...) {
-    release();
-    throw;
+  } catch (std::exception const& e) {
+    release_slots(slots, slot_size_);
+    KVIKIO_LOG_ERROR("stream-ordered I/O: pinning a stream's staging of ",
+                     num_slots_ * slot_size_,
+                     " bytes failed (its operations go on through pageable memory): ",
+                     e.what());
+    return;
   }
+  std::lock_guard const lock{mutex_};
+  slots_.swap(slots);
+  pinned_ = true;
 }
 
 StagingRing::~StagingRing() noexcept { release(); }
 
 void StagingRing::release() noexcept
 {
-  for (auto& slot : slots_) {
-    CudaPinnedAllocator::deallocate(slot.memory, slot_size_);
-    Counter::give_back(slot.host_done);
-    Counter::give_back(slot.stream_done);
-  }
-  slots_.clear();
+  release_slots(slots_, slot_size_);
+  Counter::give_back(stream_reached_);
   Counter::give_back(operations_ended_);
 }
 
@@ -165,6 +215,7 @@ void StagingRing::stream_caught_up() noexcept
   for (auto& slot : slots_) {
     slot.stream_done.store(slot.generation);
   }
+  stream_reached_.store(operations_begun_);
 }
 
 bool StagingRing::retire_if_idle() noexcept
@@ -198,6 +249,38 @@ struct Entry {
   std::uint64_t last_use;
 };
 using Key = std::tuple<CUcontext, CUstream, std::thread::id>;
+
+// Rings whose pinning is scheduled and not done.
+std::atomic<std::size_t> pins_pending{0};
+
+// The pinning of a new ring, for a stream-ordered worker: one piece, ready at once.
+class PinRing final : public ReadyPieces {
+ public:
+  PinRing(std::shared_ptr<StagingRing> ring, CUcontext ctx) : ring_{std::move(ring)}, ctx_{ctx} {}
+
+  std::optional<std::size_t> claim_ready() noexcept override
+  {
+    if (claimed_.exchange(true)) { return std::nullopt; }
+    return 0;
+  }
+  [[nodiscard]] bool all_claimed() const noexcept override { return claimed_.load(); }
+  void run(std::size_t) noexcept override
+  {
+    try {
+      PushAndPopContext const in{ctx_};
+      ring_->pin();
+    } catch (std::exception const& e) {
+      KVIKIO_LOG_ERROR("stream-ordered I/O: cannot pin a stream's staging: ", e.what());
+    }
+    ring_.reset();  // an idle ring the registry dropped meanwhile is freed now
+    pins_pending.fetch_sub(1);
+  }
+
+ private:
+  std::shared_ptr<StagingRing> ring_;
+  CUcontext ctx_;
+  std::atomic<bool> claimed_{false};
+};
 
 std::mutex registry_mutex;
 std::map<Key, Entry>& registry()
@@ -250,6 +333,13 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
   free_idle_rings_locked(rings_kept - 1);
   auto ring = std::make_shared<StagingRing>(num_slots, slot_size);
   rings.emplace(key, Entry{ring, ++uses});
+  pins_pending.fetch_add(1);
+  try {
+    run_when_ready(std::make_shared<PinRing>(ring, ctx), 1);
+  } catch (...) {  // no worker to pin it: the caller does
+    ring->pin();
+    pins_pending.fetch_sub(1);
+  }
   return ring;
 }
 
@@ -261,6 +351,16 @@ std::size_t staging_pinned_bytes()
     bytes += entry.ring->num_slots() * entry.ring->slot_size();
   }
   return bytes;
+}
+
+bool staging_pinned_within(std::chrono::milliseconds timeout)
+{
+  auto const until = std::chrono::steady_clock::now() + timeout;
+  while (pins_pending.load() != 0) {
+    if (std::chrono::steady_clock::now() >= until) { return false; }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
 }
 
 std::size_t free_idle_staging()

@@ -5,9 +5,11 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -39,8 +41,12 @@ class StreamWorkers {
   {
     {
       std::lock_guard const lock{mutex_};
-      for (; workers_ < threads; ++workers_) {
-        std::thread{[this] { loop(); }}.detach();
+      wanted_ = std::max(wanted_, threads);
+      // The caller starts one worker at most; each new worker starts the next (a thread's start
+      // costs tens of microseconds, the caller's whole call a few).
+      if (workers_ < wanted_ && !starting_) {
+        start_one_locked();
+        starting_ = true;
       }
       work_.push_back(std::move(work));
     }
@@ -70,9 +76,25 @@ class StreamWorkers {
     return std::nullopt;
   }
 
+  // Under mutex_. @throws std::system_error if the thread cannot be started.
+  void start_one_locked()
+  {
+    std::thread{[this] { loop(); }}.detach();
+    ++workers_;
+  }
+
   void loop()
   {
     std::unique_lock lock{mutex_};
+    starting_ = workers_ < wanted_;
+    if (starting_) {
+      try {
+        start_one_locked();
+      } catch (std::exception const&) {  // the workers there are do the work
+        wanted_   = workers_;
+        starting_ = false;
+      }
+    }
     bool polling      = false;  // this worker is the one polling for the GPU
     unsigned attempts = 0;
     auto stop_polling = [&] {
@@ -111,7 +133,9 @@ class StreamWorkers {
   std::condition_variable cv_;
   std::list<std::shared_ptr<ReadyPieces>> work_;  // oldest first
   std::size_t workers_{0};
-  bool polling_{false};  // a worker polls
+  std::size_t wanted_{0};  // workers asked for: the largest `threads` of add()
+  bool starting_{false};   // a worker is starting, and starts the next if more are wanted
+  bool polling_{false};    // a worker polls
 };
 
 // A child of fork() whose parent had workers starts its own, empty.

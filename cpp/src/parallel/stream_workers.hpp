@@ -33,10 +33,12 @@ class ReadyPieces {
 
 /**
  * @brief Hands `work` to the stream-ordered workers, first making sure at least `threads` of
- * them exist (they are started on demand and live as long as the process). Workers take pieces
+ * them exist or are starting (they are started on demand, one by the caller and each by the one
+ * before, and live as long as the process). Workers take pieces
  * from the oldest work that has a ready one; while some work waits for the GPU, one worker
  * polls for it (yielding, then sleeping 20 µs at a time) and the others sleep.
- * @throws std::system_error if a worker cannot be started, std::bad_alloc.
+ * @throws std::system_error if the first worker cannot be started (a later one that cannot be
+ * leaves the work to those there are), std::bad_alloc.
  */
 void run_when_ready(std::shared_ptr<ReadyPieces> work, std::size_t threads);
 
