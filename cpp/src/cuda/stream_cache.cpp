@@ -6,7 +6,6 @@
 #include <map>
 #include <mutex>
 #include <thread>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -18,11 +17,11 @@
 namespace kvikio::detail {
 namespace {
 
-// Keyed by thread id: a thread that ends leaves its streams to the next thread given its id, so
+// Keyed by thread id: a thread that ends leaves its stream to the next thread given its id, so
 // pools that restart threads do not grow the number of streams.
 struct StreamCache {
   std::mutex mutex;
-  std::map<std::tuple<std::thread::id, CUcontext, unsigned>, CUstream> streams;
+  std::map<std::pair<std::thread::id, CUcontext>, CUstream> streams;
 };
 
 StreamCache& cache()
@@ -31,11 +30,11 @@ StreamCache& cache()
   return instance.get([] { return new StreamCache(); });
 }
 
-// The stream of this thread, `ctx` and `flags` in the shared map, made at the first call.
-CUstream shared_stream_for_this_thread(CUcontext ctx, unsigned flags)
+// The stream of this thread and `ctx` in the shared map, made at the first call.
+CUstream shared_stream_for_this_thread(CUcontext ctx)
 {
   auto& c        = cache();
-  auto const key = std::make_tuple(std::this_thread::get_id(), ctx, flags);
+  auto const key = std::make_pair(std::this_thread::get_id(), ctx);
   {
     std::lock_guard const lock{c.mutex};
     if (auto it = c.streams.find(key); it != c.streams.end()) { return it->second; }
@@ -43,28 +42,13 @@ CUstream shared_stream_for_this_thread(CUcontext ctx, unsigned flags)
   CUstream stream{};
   {
     PushAndPopContext const guard{ctx};
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamCreate(&stream, flags));
+    // Blocking (not CU_STREAM_NON_BLOCKING): its copies are ordered after work queued earlier
+    // on the legacy default stream, as the non-async CUDA API's are, without the host waiting for
+    // that stream before each transfer.
+    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamCreate(&stream, CU_STREAM_DEFAULT));
   }
   std::lock_guard const lock{c.mutex};
   c.streams.emplace(key, stream);  // only this thread inserts this key
-  return stream;
-}
-
-// This thread's own copy of its entries: every device read asks, from every pool thread at
-// once, and the shared map's mutex would be taken by all of them.
-CUstream cached_stream_for_this_thread(CUcontext ctx, unsigned flags)
-{
-  struct Mine {
-    CUcontext ctx;
-    unsigned flags;
-    CUstream stream;
-  };
-  thread_local std::vector<Mine> mine;
-  for (auto const& m : mine) {
-    if (m.ctx == ctx && m.flags == flags) { return m.stream; }
-  }
-  CUstream const stream = shared_stream_for_this_thread(ctx, flags);
-  mine.push_back({ctx, flags, stream});
   return stream;
 }
 
@@ -72,15 +56,15 @@ CUstream cached_stream_for_this_thread(CUcontext ctx, unsigned flags)
 
 CUstream stream_for_this_thread(CUcontext ctx)
 {
-  // Blocking (not CU_STREAM_NON_BLOCKING): its copies are ordered after work queued earlier on
-  // the legacy default stream, as the non-async CUDA API's are, without the host waiting for
-  // that stream before each transfer.
-  return cached_stream_for_this_thread(ctx, CU_STREAM_DEFAULT);
-}
-
-CUstream independent_stream_for_this_thread(CUcontext ctx)
-{
-  return cached_stream_for_this_thread(ctx, CU_STREAM_NON_BLOCKING);
+  // This thread's own copy of its entries: every device read asks, from every pool thread at
+  // once, and the shared map's mutex would be taken by all of them.
+  thread_local std::vector<std::pair<CUcontext, CUstream>> mine;
+  for (auto const& [c, s] : mine) {
+    if (c == ctx) { return s; }
+  }
+  CUstream const stream = shared_stream_for_this_thread(ctx);
+  mine.emplace_back(ctx, stream);
+  return stream;
 }
 
 std::size_t stream_count(CUcontext ctx)
@@ -89,7 +73,7 @@ std::size_t stream_count(CUcontext ctx)
   std::lock_guard const lock{c.mutex};
   std::size_t n = 0;
   for (auto const& [key, stream] : c.streams) {
-    n += std::get<1>(key) == ctx ? 1 : 0;
+    n += key.second == ctx ? 1 : 0;
   }
   return n;
 }

@@ -19,16 +19,8 @@ namespace kvikio::detail {
  */
 CUstream stream_for_this_thread(CUcontext ctx);
 
-/**
- * @brief The calling thread's non-blocking stream in context `ctx` (CU_STREAM_NON_BLOCKING),
- * created on first use: for work that must not wait for the legacy default stream, because that
- * stream may be waiting for it. Kept like stream_for_this_thread()'s.
- */
-CUstream independent_stream_for_this_thread(CUcontext ctx);
-
-/// @brief Streams stream_for_this_thread() and independent_stream_for_this_thread() have created
-/// in `ctx` (one of each kind per thread that did device I/O there): per-context state stays per
-/// context. For tests and introspection.
+/// @brief Streams stream_for_this_thread() has created in `ctx` (one per thread that did device
+/// I/O there): per-context state stays per context. For tests and introspection.
 [[nodiscard]] std::size_t stream_count(CUcontext ctx);
 
 }  // namespace kvikio::detail

@@ -22,7 +22,6 @@
 
 #include "parallel/stream_side.hpp"
 #include "parallel/stream_staging.hpp"
-#include "parallel/stream_unstaged.hpp"
 #include "parallel/stream_workers.hpp"
 
 namespace kvikio::detail {
@@ -44,14 +43,13 @@ struct Group {
   std::atomic<std::size_t> pieces_left;
 };
 
-/// One operation through the stream's pinned ring: its host part, run by the stream-ordered
-/// workers piece by piece, and its stream's part.
-struct Operation final : StreamOperation {
-  using StreamOperation::StreamOperation;
+/// One operation's host part, run by the stream-ordered workers piece by piece.
+struct Operation final : ReadyPieces {
   std::shared_ptr<StagingRing> ring;
   bool to_device{};
   StreamOrderedHostIo host_io;
-  std::uint32_t after_unstaged{};  // the ring's last operation through the workers' memory
+  std::function<void(ssize_t, std::exception_ptr)> on_done;
+  std::uint32_t number{};
   std::unique_ptr<Group[]> groups;
   std::size_t num_groups{};
   std::size_t piece_size{};
@@ -59,15 +57,17 @@ struct Operation final : StreamOperation {
   std::size_t num_pieces{};
   std::atomic<std::size_t> next_piece{0};
   std::atomic<std::size_t> pieces_left{0};
+  std::atomic<bool> failed{false};  // a piece failed or enqueuing did: the rest skip their I/O
+
+  std::mutex mutex;
+  std::size_t bytes{0};
+  std::exception_ptr error;
 
   /// Whether the GPU has done what piece `p` needs: a read's slot is free (its previous use is
   /// complete), a write's bytes are in the slot. A failed operation waits too: counters only
   /// grow, so a slot's use is never counted done before the one before it.
   [[nodiscard]] bool ready(std::size_t p) const noexcept
   {
-    // The operations of the stream that went through the workers' memory have ended: their
-    // file I/O is ordered before this one's.
-    if (!reached(ring->operations_ended().load(), after_unstaged)) { return false; }
     auto const& group = groups[p / pieces_per_group];
     auto const& slot  = *group.slot;
     if (to_device) {
@@ -98,18 +98,43 @@ struct Operation final : StreamOperation {
     std::size_t const skip = (p % pieces_per_group) * piece_size;
     std::size_t const n    = std::min(piece_size, group.size - skip);
     auto& slot             = *group.slot;
-    move_piece(n, group.file_offset + skip, [&] {
-      return host_io(static_cast<std::byte*>(slot.memory) + skip, n, group.file_offset + skip);
-    });
+    if (!failed.load(std::memory_order_acquire)) {
+      try {
+        std::size_t const moved =
+          host_io(static_cast<std::byte*>(slot.memory) + skip, n, group.file_offset + skip);
+        if (moved != n) {
+          throw std::runtime_error("stream-ordered I/O: " + std::to_string(moved) + " of " +
+                                   std::to_string(n) + " bytes at offset " +
+                                   std::to_string(group.file_offset + skip));
+        }
+        std::lock_guard const lock{mutex};
+        bytes += n;
+      } catch (...) {
+        std::lock_guard const lock{mutex};
+        if (!error) { error = std::current_exception(); }
+        failed.store(true, std::memory_order_release);
+      }
+    }
     if (group.pieces_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       slot.host_done.store(group.generation);
     }
-    if (pieces_left.fetch_sub(1, std::memory_order_acq_rel) == 1) { report(*ring); }
+    if (pieces_left.fetch_sub(1, std::memory_order_acq_rel) == 1) { report(); }
+  }
+
+  /// After the last piece: the result to the caller, then the stream's last wait released.
+  void report() noexcept
+  {
+    try {
+      on_done(error ? -1 : static_cast<ssize_t>(bytes), error);
+    } catch (std::exception const& e) {
+      KVIKIO_LOG_ERROR("stream-ordered I/O: reporting the result failed: ", e.what());
+    }
+    ring->end_operation(number);
   }
 
   /// The stream's part: reads wait for a slot's bytes, copy, count the copy done; writes wait
   /// for the slot to be free (if a write used it last), copy in, count the copy done.
-  [[nodiscard]] CUresult enqueue(CUstream stream, StreamWaitKind kind) const override
+  CUresult enqueue(CUstream stream, StreamWaitKind kind) const
   {
     StreamSide side{stream, kind};
     auto& api  = cudaAPI::instance();
@@ -133,16 +158,6 @@ struct Operation final : StreamOperation {
     }
     if ((r = side.wait(ring->operations_ended(), number)) != CUDA_SUCCESS) { return r; }
     return side.flush();
-  }
-
-  void never_began() noexcept override
-  {
-    for (std::size_t i = 0; i < num_groups; ++i) {
-      auto& slot = *groups[i].slot;
-      slot.host_done.store(slot.generation);
-      slot.stream_done.store(slot.generation);
-    }
-    ring->end_operation(number);
   }
 };
 
@@ -185,60 +200,17 @@ std::function<void(ssize_t, std::exception_ptr)> report_stream_ordered(
   };
 }
 
-namespace {
-
-// Plans `range` through the slots of `ring` (under its mutex(), pinned).
-std::shared_ptr<StreamOperation> plan_staged(
-  StreamOrderedRange const& range,
-  std::shared_ptr<StagingRing> ring,
-  StreamOrderedHostIo host_io,
-  std::function<void(ssize_t bytes, std::exception_ptr error)> on_done)
-{
-  auto op                     = std::make_shared<Operation>(std::move(on_done));
-  op->ring                    = std::move(ring);
-  op->to_device               = range.to_device;
-  op->host_io                 = std::move(host_io);
-  auto& ring_                 = *op->ring;
-  std::size_t const size      = range.size;
-  std::size_t const staged    = ring_.slot_size();  // the ring may keep an earlier shape a while
-  op->piece_size              = std::min(range.piece_size, staged);
-  op->pieces_per_group        = (staged + op->piece_size - 1) / op->piece_size;
-  op->num_groups              = (size + staged - 1) / staged;
-  op->groups                  = std::make_unique<Group[]>(op->num_groups);
-  std::size_t const last_size = size - (op->num_groups - 1) * staged;
-  op->num_pieces =
-    (op->num_groups - 1) * op->pieces_per_group + (last_size + op->piece_size - 1) / op->piece_size;
-  op->pieces_left.store(op->num_pieces, std::memory_order_relaxed);
-
-  op->number         = ring_.begin_operation();
-  op->after_unstaged = ring_.last_unstaged();
-  for (std::size_t i = 0; i < op->num_groups; ++i) {
-    auto& g                  = op->groups[i];
-    auto& slot               = ring_.next_slot();
-    g.device                 = range.device + i * staged;
-    g.size                   = std::min(staged, size - i * staged);
-    g.file_offset            = range.file_offset + i * staged;
-    g.slot                   = &slot;
-    g.generation             = ++slot.generation;
-    g.previous_use_was_write = slot.last_use_was_write;
-    g.pieces_left.store((g.size + op->piece_size - 1) / op->piece_size, std::memory_order_relaxed);
-    slot.last_use_was_write = !range.to_device;
-  }
-  return op;
-}
-
-}  // namespace
-
 void run_stream_ordered(StreamOrderedRange const& range,
                         StreamOrderedHostIo host_io,
                         std::function<void(ssize_t bytes, std::exception_ptr error)> on_done)
 {
   KVIKIO_NVTX_FUNC_RANGE();  // the caller's share of the call: planning and enqueuing
-  CUstream const stream = range.stream;
+  CUstream const stream  = range.stream;
+  std::size_t const size = range.size;
   KVIKIO_EXPECT(range.piece_size > 0,
                 "stream-ordered I/O: the task size must be positive",
                 std::invalid_argument);
-  if (range.size == 0) {
+  if (size == 0) {
     on_done(0, nullptr);
     return;
   }
@@ -250,27 +222,55 @@ void run_stream_ordered(StreamOrderedRange const& range,
   std::size_t const budget    = range.threads * detail::staging_buffer_size();
   std::size_t const slot_size = std::max(page, budget / k / page * page);
   std::size_t const num_slots = std::max<std::size_t>(1, std::min(k, budget / slot_size));
+  auto op                     = std::make_shared<Operation>();
   // The stream's ring, locked for planning; one the registry dropped meanwhile (it was idle)
   // must not be used (nothing would keep its memory once the operation ends): ask again.
-  std::shared_ptr<StagingRing> ring;
   std::unique_lock<std::mutex> planning;
   while (true) {
-    ring     = staging_ring_for(stream, num_slots, slot_size);
-    planning = std::unique_lock{ring->mutex()};
-    if (!ring->retired()) { break; }
+    op->ring = staging_ring_for(stream, num_slots, slot_size);
+    planning = std::unique_lock{op->ring->mutex()};
+    if (!op->ring->retired()) { break; }
     planning.unlock();
   }
-  // Until a worker has pinned the ring (a stream's first calls), the bytes go through the
-  // workers' own memory: the caller never waits for pinning.
-  auto op = ring->pinned() ? plan_staged(range, ring, std::move(host_io), std::move(on_done))
-                           : plan_unstaged(range, ring, std::move(host_io), std::move(on_done));
+  op->to_device               = range.to_device;
+  op->host_io                 = std::move(host_io);
+  op->on_done                 = std::move(on_done);
+  auto& ring                  = *op->ring;
+  std::size_t const staged    = ring.slot_size();  // the ring may keep an earlier shape a while
+  op->piece_size              = std::min(range.piece_size, staged);
+  op->pieces_per_group        = (staged + op->piece_size - 1) / op->piece_size;
+  op->num_groups              = (size + staged - 1) / staged;
+  op->groups                  = std::make_unique<Group[]>(op->num_groups);
+  std::size_t const last_size = size - (op->num_groups - 1) * staged;
+  op->num_pieces =
+    (op->num_groups - 1) * op->pieces_per_group + (last_size + op->piece_size - 1) / op->piece_size;
+  op->pieces_left.store(op->num_pieces, std::memory_order_relaxed);
+
+  op->number = ring.begin_operation();
+  for (std::size_t i = 0; i < op->num_groups; ++i) {
+    auto& g                  = op->groups[i];
+    auto& slot               = ring.next_slot();
+    g.device                 = range.device + i * staged;
+    g.size                   = std::min(staged, size - i * staged);
+    g.file_offset            = range.file_offset + i * staged;
+    g.slot                   = &slot;
+    g.generation             = ++slot.generation;
+    g.previous_use_was_write = slot.last_use_was_write;
+    g.pieces_left.store((g.size + op->piece_size - 1) / op->piece_size, std::memory_order_relaxed);
+    slot.last_use_was_write = !range.to_device;
+  }
 
   // The workers get the pieces before the stream's side is enqueued: enqueuing blocks once the
   // stream holds about 1000 pending operations, until it has run some, which may need them.
   try {
     run_when_ready(op, range.threads);
-  } catch (...) {
-    op->never_began();
+  } catch (...) {  // the operation never began: its uses count as done
+    for (std::size_t i = 0; i < op->num_groups; ++i) {
+      auto& slot = *op->groups[i].slot;
+      slot.host_done.store(slot.generation);
+      slot.stream_done.store(slot.generation);
+    }
+    ring.end_operation(op->number);
     throw;
   }
 
@@ -294,8 +294,8 @@ void run_stream_ordered(StreamOrderedRange const& range,
     // caller's pointers), then throw.
     op->failed.store(true, std::memory_order_release);
     (void)cudaAPI::instance().StreamSynchronize(stream);
-    ring->stream_caught_up();
-    ring->operations_ended().wait_for(op->number);
+    ring.stream_caught_up();
+    op->ring->operations_ended().wait_for(op->number);
     KVIKIO_CUDA_DRIVER_TRY(r);
   }
   std::lock_guard const lock{kind_mutex};

@@ -77,13 +77,13 @@ void run_stream_ordered(StreamOrderedRange const& range,
 [[nodiscard]] std::function<void(ssize_t, std::exception_ptr)> report_stream_ordered(
   ssize_t* bytes_p, std::shared_ptr<std::exception_ptr> error, char const* what);
 
-/// @brief Pinned bytes held by the staging rings of streams, or being pinned for them.
+/// @brief Pinned bytes held by the staging rings of streams (and the rings pinned for them to
+/// take over).
 [[nodiscard]] std::size_t staging_pinned_bytes();
 
 /**
- * @brief Waits until the staging rings being pinned (by the workers, after a stream's first
- * call) are pinned, or `timeout` has passed; returns whether they are. For tests and benchmarks
- * that need the stream's later path.
+ * @brief Waits until the staging rings that workers are pinning (after a stream's first call)
+ * are pinned, or `timeout` has passed; returns whether they are. For tests and benchmarks.
  */
 [[nodiscard]] bool staging_pinned_within(std::chrono::milliseconds timeout);
 

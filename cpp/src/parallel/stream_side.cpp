@@ -4,11 +4,8 @@
 #include "parallel/stream_side.hpp"
 
 #include <memory>
-#include <stdexcept>
-#include <string>
 #include <utility>
 
-#include <kvikio/detail/logger.hpp>
 #include <kvikio/shim/cuda.hpp>
 
 namespace kvikio::detail {
@@ -33,22 +30,6 @@ struct HostStep {
 };
 
 }  // namespace
-
-void StreamOperation::report(StagingRing& ring) noexcept
-{
-  try {
-    on_done_(error_ ? -1 : static_cast<ssize_t>(bytes_), error_);
-  } catch (std::exception const& e) {
-    KVIKIO_LOG_ERROR("stream-ordered I/O: reporting the result failed: ", e.what());
-  }
-  ring.end_operation(number);
-}
-
-void StreamOperation::throw_short(std::size_t moved, std::size_t n, std::size_t offset)
-{
-  throw std::runtime_error("stream-ordered I/O: " + std::to_string(moved) + " of " +
-                           std::to_string(n) + " bytes at offset " + std::to_string(offset));
-}
 
 CUresult StreamSide::flush()
 {

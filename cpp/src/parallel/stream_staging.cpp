@@ -4,6 +4,7 @@
 #include "parallel/stream_staging.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <new>
@@ -75,26 +76,36 @@ Counter Counter::take() { return CounterPool::instance().take(); }
 
 namespace {
 
-// A counter, or, if none can be had, `first` back to the pool and the error.
-Counter take_beside(Counter const& first)
+// Freeing pinned memory waits for the device's work, which may wait for the host part of
+// stream-ordered I/O: a stream-ordered worker that freed it could wait for itself. What a worker
+// lets go of is freed by the next thread that asks for a ring (or frees idle ones).
+std::mutex orphans_mutex;
+std::vector<std::pair<void*, std::size_t>> orphans;
+
+void free_pinned_off_workers(void* memory, std::size_t size) noexcept
 {
-  try {
-    return Counter::take();
-  } catch (...) {
-    Counter::give_back(first);
-    throw;
+  if (on_stream_worker()) {
+    std::lock_guard const lock{orphans_mutex};
+    try {
+      orphans.emplace_back(memory, size);
+      return;
+    } catch (...) {  // out of memory: leaked rather than freed here
+      return;
+    }
   }
+  CudaPinnedAllocator::deallocate(memory, size);
 }
 
-// Frees the slots' memory and gives their counters back.
-void release_slots(std::vector<StagingSlot>& slots, std::size_t slot_size) noexcept
+void free_orphans() noexcept
 {
-  for (auto& slot : slots) {
-    CudaPinnedAllocator::deallocate(slot.memory, slot_size);
-    Counter::give_back(slot.host_done);
-    Counter::give_back(slot.stream_done);
+  std::vector<std::pair<void*, std::size_t>> mine;
+  {
+    std::lock_guard const lock{orphans_mutex};
+    mine.swap(orphans);
   }
-  slots.clear();
+  for (auto const& [memory, size] : mine) {
+    CudaPinnedAllocator::deallocate(memory, size);
+  }
 }
 
 }  // namespace
@@ -113,34 +124,15 @@ void Counter::wait_for(std::uint32_t target) const noexcept
 }
 
 StagingRing::StagingRing(std::size_t num_slots, std::size_t slot_size)
-  : num_slots_{num_slots},
-    slot_size_{slot_size},
+  : slot_size_{slot_size},
     operations_ended_{Counter::take()},
-    stream_reached_{take_beside(operations_ended_)}
+    ended_in_order_{operations_ended_.load()}
 {
-  // Both counters start where the later of them is (values only grow): the stream has reached
-  // none of this ring's operations, and none has ended.
-  std::uint32_t const base = reached(operations_ended_.load(), stream_reached_.load())
-                               ? operations_ended_.load()
-                               : stream_reached_.load();
-  operations_ended_.store(base);
-  stream_reached_.store(base);
-  ended_in_order_   = base;
-  operations_begun_ = base;
-  last_unstaged_    = base;
-}
-
-void StagingRing::pin() noexcept
-{
-  KVIKIO_NVTX_FUNC_RANGE();  // pins a stream's staging, on a stream-ordered worker
-  {
-    std::lock_guard const lock{mutex_};
-    if (pinned_ || retired_) { return; }
-  }
-  std::vector<StagingSlot> slots;
+  KVIKIO_NVTX_FUNC_RANGE();  // pins the stream's staging: on the caller, at a stream's first call
+  operations_begun_ = ended_in_order_;
+  slots_.reserve(num_slots);
   try {
-    slots.reserve(num_slots_);
-    for (std::size_t i = 0; i < num_slots_; ++i) {
+    for (std::size_t i = 0; i < num_slots; ++i) {
       auto host_done   = Counter::take();
       auto stream_done = Counter::take();
       // Both counters start where the later of them is (the earlier one only grows).
@@ -150,33 +142,30 @@ void StagingRing::pin() noexcept
       stream_done.store(base);
       void* memory = nullptr;
       try {
-        memory = CudaPinnedAllocator::allocate(slot_size_);
+        memory = CudaPinnedAllocator::allocate(slot_size);
       } catch (...) {
         Counter::give_back(host_done);
         Counter::give_back(stream_done);
         throw;
       }
-      slots.push_back(StagingSlot{memory, host_done, stream_done, base});
+      slots_.push_back(StagingSlot{memory, host_done, stream_done, base});
     }
-  } catch (std::exception const& e) {
-    release_slots(slots, slot_size_);
-    KVIKIO_LOG_ERROR("stream-ordered I/O: pinning a stream's staging of ",
-                     num_slots_ * slot_size_,
-                     " bytes failed (its operations go on through pageable memory): ",
-                     e.what());
-    return;
+  } catch (...) {
+    release();
+    throw;
   }
-  std::lock_guard const lock{mutex_};
-  slots_.swap(slots);
-  pinned_ = true;
 }
 
 StagingRing::~StagingRing() noexcept { release(); }
 
 void StagingRing::release() noexcept
 {
-  release_slots(slots_, slot_size_);
-  Counter::give_back(stream_reached_);
+  for (auto& slot : slots_) {
+    free_pinned_off_workers(slot.memory, slot_size_);
+    Counter::give_back(slot.host_done);
+    Counter::give_back(slot.stream_done);
+  }
+  slots_.clear();
   Counter::give_back(operations_ended_);
 }
 
@@ -215,7 +204,6 @@ void StagingRing::stream_caught_up() noexcept
   for (auto& slot : slots_) {
     slot.stream_done.store(slot.generation);
   }
-  stream_reached_.store(operations_begun_);
 }
 
 bool StagingRing::retire_if_idle() noexcept
@@ -244,43 +232,19 @@ namespace {
 // threads x KVIKIO_BOUNCE_BUFFER_SIZE of pinned memory.
 constexpr std::size_t rings_kept = 8;
 
+// A stream's first ring has slots of at most this size: it is pinned on the caller (about half
+// a millisecond per MiB), while a worker pins the ring of the settings' shape, which takes over
+// once the first is idle.
+constexpr std::size_t first_slot_size = 256 << 10;
+
 struct Entry {
   std::shared_ptr<StagingRing> ring;
   std::uint64_t last_use;
+  std::uint64_t id;                    // this entry's, for the worker that makes its spare
+  std::shared_ptr<StagingRing> spare;  // of the shape asked for, made by a worker
+  bool spare_pending{false};           // a worker is making it
 };
 using Key = std::tuple<CUcontext, CUstream, std::thread::id>;
-
-// Rings whose pinning is scheduled and not done.
-std::atomic<std::size_t> pins_pending{0};
-
-// The pinning of a new ring, for a stream-ordered worker: one piece, ready at once.
-class PinRing final : public ReadyPieces {
- public:
-  PinRing(std::shared_ptr<StagingRing> ring, CUcontext ctx) : ring_{std::move(ring)}, ctx_{ctx} {}
-
-  std::optional<std::size_t> claim_ready() noexcept override
-  {
-    if (claimed_.exchange(true)) { return std::nullopt; }
-    return 0;
-  }
-  [[nodiscard]] bool all_claimed() const noexcept override { return claimed_.load(); }
-  void run(std::size_t) noexcept override
-  {
-    try {
-      PushAndPopContext const in{ctx_};
-      ring_->pin();
-    } catch (std::exception const& e) {
-      KVIKIO_LOG_ERROR("stream-ordered I/O: cannot pin a stream's staging: ", e.what());
-    }
-    ring_.reset();  // an idle ring the registry dropped meanwhile is freed now
-    pins_pending.fetch_sub(1);
-  }
-
- private:
-  std::shared_ptr<StagingRing> ring_;
-  CUcontext ctx_;
-  std::atomic<bool> claimed_{false};
-};
 
 std::mutex registry_mutex;
 std::map<Key, Entry>& registry()
@@ -288,9 +252,37 @@ std::map<Key, Entry>& registry()
   static detail::BuiltOnce<std::map<Key, Entry>> rings;  // rings may outlive the driver
   return rings.get([] { return new std::map<Key, Entry>(); });
 }
-std::uint64_t uses = 0;
+std::uint64_t uses         = 0;
+std::uint64_t entries_made = 0;
+std::atomic<std::size_t> spares_pending{0};
 
-void free_idle_rings_locked(std::size_t keep)
+// Makes a stream's ring of the settings' shape on a stream-ordered worker: one piece, ready at
+// once. The entry it is for may be gone when it is done (its stream's rings were idle and freed).
+class MakeSpare final : public ReadyPieces {
+ public:
+  MakeSpare(Key key, std::uint64_t id, std::size_t num_slots, std::size_t slot_size)
+    : key_{key}, id_{id}, num_slots_{num_slots}, slot_size_{slot_size}
+  {
+  }
+  std::optional<std::size_t> claim_ready() noexcept override
+  {
+    if (claimed_.exchange(true)) { return std::nullopt; }
+    return 0;
+  }
+  [[nodiscard]] bool all_claimed() const noexcept override { return claimed_.load(); }
+  void run(std::size_t) noexcept override;
+
+ private:
+  Key key_;
+  std::uint64_t id_;
+  std::size_t num_slots_;
+  std::size_t slot_size_;
+  std::atomic<bool> claimed_{false};
+};
+
+// Frees idle rings while more than `keep` exist; the rings go to `dying`, to be destroyed once
+// the registry's lock is released (freeing pinned memory waits for the device).
+void free_idle_rings_locked(std::size_t keep, std::vector<Entry>& dying)
 {
   auto& rings = registry();
   if (rings.size() <= keep) { return; }
@@ -303,11 +295,38 @@ void free_idle_rings_locked(std::size_t keep)
   });
   for (auto it : by_age) {  // busy ones stay: over the bound until they are idle
     if (rings.size() <= keep) { return; }
-    if (it->second.ring->retire_if_idle()) { rings.erase(it); }
+    if (it->second.ring->retire_if_idle()) {
+      dying.push_back(std::move(it->second));
+      rings.erase(it);
+    }
   }
 }
 
 }  // namespace
+
+void MakeSpare::run(std::size_t) noexcept
+{
+  std::shared_ptr<StagingRing> spare;
+  try {
+    PushAndPopContext const in{std::get<0>(key_)};
+    spare = std::make_shared<StagingRing>(num_slots_, slot_size_);
+  } catch (std::exception const& e) {
+    KVIKIO_LOG_WARN(
+      "stream-ordered I/O: pinning a stream's staging failed (the stream keeps its "
+      "first, smaller one): ",
+      e.what());
+  }
+  {
+    std::lock_guard const lock{registry_mutex};
+    auto it = registry().find(key_);
+    if (it != registry().end() && it->second.id == id_) {
+      it->second.spare         = std::move(spare);
+      it->second.spare_pending = false;
+    }
+  }
+  spare.reset();  // not taken: its memory goes to a later caller to free
+  spares_pending.fetch_sub(1);
+}
 
 std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
                                               std::size_t num_slots,
@@ -317,28 +336,43 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
   KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
   Key const key{
     ctx, stream, stream == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id{}};
+  auto const shaped = [&](StagingRing const& r) {
+    return r.num_slots() == num_slots && r.slot_size() == slot_size;
+  };
+  free_orphans();
   // A ring dropped here lives on while operations hold it; it is idle, so they are ending.
+  std::vector<Entry> dying;  // destroyed after the lock is released
+  dying.reserve(rings_kept + 1);
   std::lock_guard const lock{registry_mutex};
   auto& rings = registry();
   auto it     = rings.find(key);
   if (it != rings.end()) {
-    auto& ring         = it->second.ring;
-    bool const reshape = ring->num_slots() != num_slots || ring->slot_size() != slot_size;
-    if (!reshape || !ring->retire_if_idle()) {
-      it->second.last_use = ++uses;
-      return ring;
+    auto& entry = it->second;
+    if (entry.spare && shaped(*entry.spare) && entry.ring->retire_if_idle()) {
+      dying.push_back(Entry{std::move(entry.ring), 0, 0, nullptr, false});
+      entry.ring = std::move(entry.spare);
     }
+    if (shaped(*entry.ring) || entry.spare_pending || !entry.ring->retire_if_idle()) {
+      entry.last_use = ++uses;
+      return entry.ring;
+    }
+    dying.push_back(std::move(entry));
     rings.erase(it);
   }
-  free_idle_rings_locked(rings_kept - 1);
-  auto ring = std::make_shared<StagingRing>(num_slots, slot_size);
-  rings.emplace(key, Entry{ring, ++uses});
-  pins_pending.fetch_add(1);
-  try {
-    run_when_ready(std::make_shared<PinRing>(ring, ctx), 1);
-  } catch (...) {  // no worker to pin it: the caller does
-    ring->pin();
-    pins_pending.fetch_sub(1);
+  free_idle_rings_locked(rings_kept - 1, dying);
+  // The stream's first ring: small enough to pin at once; the asked shape follows from a worker.
+  std::size_t const first_slot = std::min(slot_size, std::max(first_slot_size, get_page_size()));
+  auto ring                    = std::make_shared<StagingRing>(num_slots, first_slot);
+  Entry entry{ring, ++uses, ++entries_made, nullptr, first_slot != slot_size};
+  auto const made = rings.emplace(key, std::move(entry)).first;
+  if (made->second.spare_pending) {
+    spares_pending.fetch_add(1);
+    try {
+      run_when_ready(std::make_shared<MakeSpare>(key, made->second.id, num_slots, slot_size), 1);
+    } catch (...) {  // no worker: the first ring serves until it is idle, then the shape is made
+      made->second.spare_pending = false;
+      spares_pending.fetch_sub(1);
+    }
   }
   return ring;
 }
@@ -349,6 +383,7 @@ std::size_t staging_pinned_bytes()
   std::size_t bytes = 0;
   for (auto const& [key, entry] : registry()) {
     bytes += entry.ring->num_slots() * entry.ring->slot_size();
+    if (entry.spare) { bytes += entry.spare->num_slots() * entry.spare->slot_size(); }
   }
   return bytes;
 }
@@ -356,7 +391,7 @@ std::size_t staging_pinned_bytes()
 bool staging_pinned_within(std::chrono::milliseconds timeout)
 {
   auto const until = std::chrono::steady_clock::now() + timeout;
-  while (pins_pending.load() != 0) {
+  while (spares_pending.load() != 0) {
     if (std::chrono::steady_clock::now() >= until) { return false; }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -365,11 +400,11 @@ bool staging_pinned_within(std::chrono::milliseconds timeout)
 
 std::size_t free_idle_staging()
 {
+  free_orphans();
+  std::vector<Entry> dying;  // destroyed after the lock is released
   std::lock_guard const lock{registry_mutex};
-  auto& rings            = registry();
-  std::size_t const were = rings.size();
-  free_idle_rings_locked(0);
-  return were - rings.size();
+  free_idle_rings_locked(0, dying);
+  return dying.size();
 }
 
 }  // namespace kvikio::detail

@@ -82,29 +82,18 @@ struct StagingSlot {
  * operations of that stream, in the order they were enqueued, and the count of those
  * operations that have ended (the stream's last wait of each operation is for that count).
  *
- * The slots are pinned by pin(), on a stream-ordered worker (pinning takes about a millisecond
- * per two MiB, longer than the calls it serves): until then the stream's operations go through
- * the workers' own memory (parallel/stream_unstaged.hpp), ordered by stream_reached().
- *
  * An operation is planned and enqueued under mutex(), so that a use of a slot only ever waits
  * for uses enqueued before it: whatever the number of pool threads, nothing waits in a cycle.
  */
 class StagingRing {
  public:
-  /// @brief A ring of this shape, not pinned yet. The caller has pushed a context.
+  /// @throws what the driver throws when pinning. The caller has pushed a context.
   StagingRing(std::size_t num_slots, std::size_t slot_size);
   ~StagingRing() noexcept;
   StagingRing(StagingRing const&)            = delete;
   StagingRing& operator=(StagingRing const&) = delete;
 
-  /// @brief Pins the slots (not under mutex(); the caller has pushed a context). A failure is
-  /// logged, and the ring stays unpinned: its operations go on through the workers' memory.
-  void pin() noexcept;
-  /// @brief Under mutex(): whether the slots are pinned.
-  [[nodiscard]] bool pinned() const noexcept { return pinned_; }
-
-  /// @brief The shape's number of slots (pinned or not yet).
-  [[nodiscard]] std::size_t num_slots() const noexcept { return num_slots_; }
+  [[nodiscard]] std::size_t num_slots() const noexcept { return slots_.size(); }
   [[nodiscard]] std::size_t slot_size() const noexcept { return slot_size_; }
   [[nodiscard]] std::mutex& mutex() noexcept { return mutex_; }
 
@@ -112,20 +101,12 @@ class StagingRing {
   StagingSlot& next_slot() noexcept;
   /// @brief Numbers a new operation (under mutex()).
   std::uint32_t begin_operation() noexcept { return ++operations_begun_; }
-  /// @brief Under mutex(): the number of the last operation that went through the workers'
-  /// memory (planned before the ring was pinned); an operation through the slots begins its host
-  /// part only once that one has ended.
-  [[nodiscard]] std::uint32_t last_unstaged() const noexcept { return last_unstaged_; }
-  void set_last_unstaged(std::uint32_t number) noexcept { last_unstaged_ = number; }
   /// @brief Operation `number` has ended; the count of ended operations moves on in order.
   void end_operation(std::uint32_t number) noexcept;
   [[nodiscard]] Counter const& operations_ended() const noexcept { return operations_ended_; }
-  /// @brief Set by the stream to an operation's number where that operation begins on it (for
-  /// the operations that go through the workers' memory).
-  [[nodiscard]] Counter const& stream_reached() const noexcept { return stream_reached_; }
 
   /// @brief After an enqueue failed and the stream was synchronised: the stream's part of every
-  /// planned use and operation is taken as done (under mutex()), so that no task waits for it.
+  /// planned use is taken as done (under mutex()), so that no task waits for it.
   void stream_caught_up() noexcept;
 
   /**
@@ -142,28 +123,23 @@ class StagingRing {
   [[nodiscard]] bool idle_locked() const noexcept;  // under mutex_
 
   mutable std::mutex mutex_;
-  std::size_t num_slots_;
   std::size_t slot_size_;
-  std::vector<StagingSlot> slots_;  // empty until pinned
+  std::vector<StagingSlot> slots_;
   std::size_t cursor_{0};
   std::uint32_t operations_begun_;
-  std::uint32_t last_unstaged_;
   bool retired_{false};  // under mutex_
-  bool pinned_{false};   // under mutex_
 
   mutable std::mutex ended_mutex_;
   Counter operations_ended_;
-  Counter stream_reached_;
   std::uint32_t ended_in_order_;
   std::set<std::uint32_t> ended_early_;  // ended before an operation begun earlier
 };
 
 /**
  * @brief The staging ring of `stream` in the current context (per calling thread for
- * CU_STREAM_PER_THREAD), created at first use and pinned by a stream-ordered worker. A ring whose
- * shape differs from the one asked for is replaced once it is idle (until then it serves as it
- * is). Rings of other streams that are idle are freed, least recently used first, while more
- * than a few exist.
+ * CU_STREAM_PER_THREAD), created at first use. A ring whose shape differs from the one asked
+ * for is replaced once it is idle (until then it serves as it is). Rings of other streams that
+ * are idle are freed, least recently used first, while more than a few exist.
  */
 [[nodiscard]] std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
                                                             std::size_t num_slots,
