@@ -323,8 +323,8 @@ TEST_P(StreamOrdered, TinyStagingIsTheStreamsOwnAndFreedWhenIdle)
 }
 
 // Many calls back to back on one stream pin one ring (threads x bounce buffer size), not one
-// per call: first a small one (slots of 256 KiB, pinned by the first call), then the settings'
-// shape, pinned by a worker, once the first is idle; a new shape (the bounce buffer size
+// per call: first a small one (slots of 256 KiB for this 1 MB call, pinned by it), then the
+// settings' shape, pinned by a worker, once the first is idle; a new shape (the bounce buffer size
 // changed) takes over once the ring is idle.
 TEST_P(StreamOrdered, StagingIsOneRingPerStream)
 {

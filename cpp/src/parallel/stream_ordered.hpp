@@ -82,8 +82,8 @@ void run_stream_ordered(StreamOrderedRange const& range,
 [[nodiscard]] std::size_t staging_pinned_bytes();
 
 /**
- * @brief Waits until the staging rings that workers are pinning (after a stream's first call)
- * are pinned, or `timeout` has passed; returns whether they are. For tests and benchmarks.
+ * @brief Waits until the staging rings being pinned in the background (after a stream's first
+ * call) are pinned, or `timeout` has passed; returns whether they are. For tests and benchmarks.
  */
 [[nodiscard]] bool staging_pinned_within(std::chrono::milliseconds timeout);
 

@@ -232,10 +232,11 @@ namespace {
 // threads x KVIKIO_BOUNCE_BUFFER_SIZE of pinned memory.
 constexpr std::size_t rings_kept = 8;
 
-// A stream's first ring has slots of at most this size: it is pinned on the caller (about half
-// a millisecond per MiB), while a worker pins the ring of the settings' shape, which takes over
-// once the first is idle.
+// A stream's first ring is small: it is pinned on the caller (about half a millisecond per MiB),
+// while a thread of its own pins the ring of the settings' shape, which takes over once the first
+// is idle.
 constexpr std::size_t first_slot_size = 256 << 10;
+constexpr std::size_t first_call_uses = 32;
 
 struct Entry {
   std::shared_ptr<StagingRing> ring;
@@ -255,30 +256,6 @@ std::map<Key, Entry>& registry()
 std::uint64_t uses         = 0;
 std::uint64_t entries_made = 0;
 std::atomic<std::size_t> spares_pending{0};
-
-// Makes a stream's ring of the settings' shape on a stream-ordered worker: one piece, ready at
-// once. The entry it is for may be gone when it is done (its stream's rings were idle and freed).
-class MakeSpare final : public ReadyPieces {
- public:
-  MakeSpare(Key key, std::uint64_t id, std::size_t num_slots, std::size_t slot_size)
-    : key_{key}, id_{id}, num_slots_{num_slots}, slot_size_{slot_size}
-  {
-  }
-  std::optional<std::size_t> claim_ready() noexcept override
-  {
-    if (claimed_.exchange(true)) { return std::nullopt; }
-    return 0;
-  }
-  [[nodiscard]] bool all_claimed() const noexcept override { return claimed_.load(); }
-  void run(std::size_t) noexcept override;
-
- private:
-  Key key_;
-  std::uint64_t id_;
-  std::size_t num_slots_;
-  std::size_t slot_size_;
-  std::atomic<bool> claimed_{false};
-};
 
 // Frees idle rings while more than `keep` exist; the rings go to `dying`, to be destroyed once
 // the registry's lock is released (freeing pinned memory waits for the device).
@@ -302,14 +279,16 @@ void free_idle_rings_locked(std::size_t keep, std::vector<Entry>& dying)
   }
 }
 
-}  // namespace
-
-void MakeSpare::run(std::size_t) noexcept
+// Makes a stream's ring of the settings' shape, on a thread of its own: not a stream-ordered
+// worker, since pinning may wait for the device (on the H100 it did), which may wait for the
+// workers. The entry it is for may be gone when it is done (its stream's rings were idle and
+// freed).
+void make_spare(Key key, std::uint64_t id, std::size_t num_slots, std::size_t slot_size) noexcept
 {
   std::shared_ptr<StagingRing> spare;
   try {
-    PushAndPopContext const in{std::get<0>(key_)};
-    spare = std::make_shared<StagingRing>(num_slots_, slot_size_);
+    PushAndPopContext const in{std::get<0>(key)};
+    spare = std::make_shared<StagingRing>(num_slots, slot_size);
   } catch (std::exception const& e) {
     KVIKIO_LOG_WARN(
       "stream-ordered I/O: pinning a stream's staging failed (the stream keeps its "
@@ -318,19 +297,22 @@ void MakeSpare::run(std::size_t) noexcept
   }
   {
     std::lock_guard const lock{registry_mutex};
-    auto it = registry().find(key_);
-    if (it != registry().end() && it->second.id == id_) {
+    auto it = registry().find(key);
+    if (it != registry().end() && it->second.id == id) {
       it->second.spare         = std::move(spare);
       it->second.spare_pending = false;
     }
   }
-  spare.reset();  // not taken: its memory goes to a later caller to free
+  spare.reset();  // not taken: freed here, outside the registry's lock
   spares_pending.fetch_sub(1);
 }
 
+}  // namespace
+
 std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
                                               std::size_t num_slots,
-                                              std::size_t slot_size)
+                                              std::size_t slot_size,
+                                              std::size_t call_size)
 {
   CUcontext ctx{};
   KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
@@ -361,15 +343,20 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
   }
   free_idle_rings_locked(rings_kept - 1, dying);
   // The stream's first ring: small enough to pin at once; the asked shape follows from a worker.
-  std::size_t const first_slot = std::min(slot_size, std::max(first_slot_size, get_page_size()));
+  // Its slots: at least 256 KiB, and big enough that the call needs at most 32 uses (each use
+  // is three operations on the stream, and a stream that holds about a thousand makes the
+  // caller wait until it has run some).
+  std::size_t const page       = get_page_size();
+  std::size_t const for_call   = (call_size / first_call_uses + page - 1) / page * page;
+  std::size_t const first_slot = std::min(slot_size, std::max({first_slot_size, page, for_call}));
   auto ring                    = std::make_shared<StagingRing>(num_slots, first_slot);
   Entry entry{ring, ++uses, ++entries_made, nullptr, first_slot != slot_size};
   auto const made = rings.emplace(key, std::move(entry)).first;
   if (made->second.spare_pending) {
     spares_pending.fetch_add(1);
     try {
-      run_when_ready(std::make_shared<MakeSpare>(key, made->second.id, num_slots, slot_size), 1);
-    } catch (...) {  // no worker: the first ring serves until it is idle, then the shape is made
+      std::thread{make_spare, key, made->second.id, num_slots, slot_size}.detach();
+    } catch (...) {  // no thread: the first ring serves until it is idle, then the shape is made
       made->second.spare_pending = false;
       spares_pending.fetch_sub(1);
     }
