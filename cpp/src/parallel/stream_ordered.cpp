@@ -227,7 +227,7 @@ void run_stream_ordered(StreamOrderedRange const& range,
   // must not be used (nothing would keep its memory once the operation ends): ask again.
   std::unique_lock<std::mutex> planning;
   while (true) {
-    op->ring = staging_ring_for(stream, num_slots, slot_size, size);
+    op->ring = staging_ring_for(stream, num_slots, slot_size);
     planning = std::unique_lock{op->ring->mutex()};
     if (!op->ring->retired()) { break; }
     planning.unlock();

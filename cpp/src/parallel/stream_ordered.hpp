@@ -5,7 +5,6 @@
 
 #include <sys/types.h>
 
-#include <chrono>
 #include <cstddef>
 #include <exception>
 #include <functional>
@@ -77,15 +76,8 @@ void run_stream_ordered(StreamOrderedRange const& range,
 [[nodiscard]] std::function<void(ssize_t, std::exception_ptr)> report_stream_ordered(
   ssize_t* bytes_p, std::shared_ptr<std::exception_ptr> error, char const* what);
 
-/// @brief Pinned bytes held by the staging rings of streams (and the rings pinned for them to
-/// take over).
+/// @brief Pinned bytes held by the staging rings of streams.
 [[nodiscard]] std::size_t staging_pinned_bytes();
-
-/**
- * @brief Waits until the staging rings being pinned in the background (after a stream's first
- * call) are pinned, or `timeout` has passed; returns whether they are. For tests and benchmarks.
- */
-[[nodiscard]] bool staging_pinned_within(std::chrono::milliseconds timeout);
 
 /// @brief Frees the staging rings that are idle (nothing of theirs in flight); returns how many.
 std::size_t free_idle_staging();

@@ -4,11 +4,9 @@
 #include "parallel/stream_staging.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <map>
 #include <new>
-#include <optional>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -22,7 +20,6 @@
 #include <kvikio/utils.hpp>
 
 #include "parallel/stream_ordered.hpp"
-#include "parallel/stream_workers.hpp"
 
 namespace kvikio::detail {
 
@@ -73,42 +70,6 @@ class CounterPool {
 };
 
 Counter Counter::take() { return CounterPool::instance().take(); }
-
-namespace {
-
-// Freeing pinned memory waits for the device's work, which may wait for the host part of
-// stream-ordered I/O: a stream-ordered worker that freed it could wait for itself. What a worker
-// lets go of is freed by the next thread that asks for a ring (or frees idle ones).
-std::mutex orphans_mutex;
-std::vector<std::pair<void*, std::size_t>> orphans;
-
-void free_pinned_off_workers(void* memory, std::size_t size) noexcept
-{
-  if (on_stream_worker()) {
-    std::lock_guard const lock{orphans_mutex};
-    try {
-      orphans.emplace_back(memory, size);
-      return;
-    } catch (...) {  // out of memory: leaked rather than freed here
-      return;
-    }
-  }
-  CudaPinnedAllocator::deallocate(memory, size);
-}
-
-void free_orphans() noexcept
-{
-  std::vector<std::pair<void*, std::size_t>> mine;
-  {
-    std::lock_guard const lock{orphans_mutex};
-    mine.swap(orphans);
-  }
-  for (auto const& [memory, size] : mine) {
-    CudaPinnedAllocator::deallocate(memory, size);
-  }
-}
-
-}  // namespace
 
 void Counter::give_back(Counter counter) noexcept { CounterPool::instance().give_back(counter); }
 
@@ -161,7 +122,7 @@ StagingRing::~StagingRing() noexcept { release(); }
 void StagingRing::release() noexcept
 {
   for (auto& slot : slots_) {
-    free_pinned_off_workers(slot.memory, slot_size_);
+    CudaPinnedAllocator::deallocate(slot.memory, slot_size_);
     Counter::give_back(slot.host_done);
     Counter::give_back(slot.stream_done);
   }
@@ -232,18 +193,9 @@ namespace {
 // threads x KVIKIO_BOUNCE_BUFFER_SIZE of pinned memory.
 constexpr std::size_t rings_kept = 8;
 
-// A stream's first ring is small: it is pinned on the caller (about half a millisecond per MiB),
-// while a thread of its own pins the ring of the settings' shape, which takes over once the first
-// is idle.
-constexpr std::size_t first_slot_size = 256 << 10;
-constexpr std::size_t first_call_uses = 32;
-
 struct Entry {
   std::shared_ptr<StagingRing> ring;
   std::uint64_t last_use;
-  std::uint64_t id;                    // this entry's, for the worker that makes its spare
-  std::shared_ptr<StagingRing> spare;  // of the shape asked for, made by a worker
-  bool spare_pending{false};           // a worker is making it
 };
 using Key = std::tuple<CUcontext, CUstream, std::thread::id>;
 
@@ -253,13 +205,9 @@ std::map<Key, Entry>& registry()
   static detail::BuiltOnce<std::map<Key, Entry>> rings;  // rings may outlive the driver
   return rings.get([] { return new std::map<Key, Entry>(); });
 }
-std::uint64_t uses         = 0;
-std::uint64_t entries_made = 0;
-std::atomic<std::size_t> spares_pending{0};
+std::uint64_t uses = 0;
 
-// Frees idle rings while more than `keep` exist; the rings go to `dying`, to be destroyed once
-// the registry's lock is released (freeing pinned memory waits for the device).
-void free_idle_rings_locked(std::size_t keep, std::vector<Entry>& dying)
+void free_idle_rings_locked(std::size_t keep)
 {
   auto& rings = registry();
   if (rings.size() <= keep) { return; }
@@ -272,95 +220,36 @@ void free_idle_rings_locked(std::size_t keep, std::vector<Entry>& dying)
   });
   for (auto it : by_age) {  // busy ones stay: over the bound until they are idle
     if (rings.size() <= keep) { return; }
-    if (it->second.ring->retire_if_idle()) {
-      dying.push_back(std::move(it->second));
-      rings.erase(it);
-    }
+    if (it->second.ring->retire_if_idle()) { rings.erase(it); }
   }
-}
-
-// Makes a stream's ring of the settings' shape, on a thread of its own: not a stream-ordered
-// worker, since pinning may wait for the device (on the H100 it did), which may wait for the
-// workers. The entry it is for may be gone when it is done (its stream's rings were idle and
-// freed).
-void make_spare(Key key, std::uint64_t id, std::size_t num_slots, std::size_t slot_size) noexcept
-{
-  std::shared_ptr<StagingRing> spare;
-  try {
-    PushAndPopContext const in{std::get<0>(key)};
-    spare = std::make_shared<StagingRing>(num_slots, slot_size);
-  } catch (std::exception const& e) {
-    KVIKIO_LOG_WARN(
-      "stream-ordered I/O: pinning a stream's staging failed (the stream keeps its "
-      "first, smaller one): ",
-      e.what());
-  }
-  {
-    std::lock_guard const lock{registry_mutex};
-    auto it = registry().find(key);
-    if (it != registry().end() && it->second.id == id) {
-      it->second.spare         = std::move(spare);
-      it->second.spare_pending = false;
-    }
-  }
-  spare.reset();  // not taken: freed here, outside the registry's lock
-  spares_pending.fetch_sub(1);
 }
 
 }  // namespace
 
 std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
                                               std::size_t num_slots,
-                                              std::size_t slot_size,
-                                              std::size_t call_size)
+                                              std::size_t slot_size)
 {
   CUcontext ctx{};
   KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
   Key const key{
     ctx, stream, stream == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id{}};
-  auto const shaped = [&](StagingRing const& r) {
-    return r.num_slots() == num_slots && r.slot_size() == slot_size;
-  };
-  free_orphans();
   // A ring dropped here lives on while operations hold it; it is idle, so they are ending.
-  std::vector<Entry> dying;  // destroyed after the lock is released
-  dying.reserve(rings_kept + 1);
   std::lock_guard const lock{registry_mutex};
   auto& rings = registry();
   auto it     = rings.find(key);
   if (it != rings.end()) {
-    auto& entry = it->second;
-    if (entry.spare && shaped(*entry.spare) && entry.ring->retire_if_idle()) {
-      dying.push_back(Entry{std::move(entry.ring), 0, 0, nullptr, false});
-      entry.ring = std::move(entry.spare);
+    auto& ring         = it->second.ring;
+    bool const reshape = ring->num_slots() != num_slots || ring->slot_size() != slot_size;
+    if (!reshape || !ring->retire_if_idle()) {
+      it->second.last_use = ++uses;
+      return ring;
     }
-    if (shaped(*entry.ring) || entry.spare_pending || !entry.ring->retire_if_idle()) {
-      entry.last_use = ++uses;
-      return entry.ring;
-    }
-    dying.push_back(std::move(entry));
     rings.erase(it);
   }
-  free_idle_rings_locked(rings_kept - 1, dying);
-  // The stream's first ring: small enough to pin at once; the asked shape follows from a worker.
-  // Its slots: at least 256 KiB, and big enough that the call needs at most 32 uses (each use
-  // is three operations on the stream, and a stream that holds about a thousand makes the
-  // caller wait until it has run some).
-  std::size_t const page       = get_page_size();
-  std::size_t const for_call   = (call_size / first_call_uses + page - 1) / page * page;
-  std::size_t const first_slot = std::min(slot_size, std::max({first_slot_size, page, for_call}));
-  auto ring                    = std::make_shared<StagingRing>(num_slots, first_slot);
-  Entry entry{ring, ++uses, ++entries_made, nullptr, first_slot != slot_size};
-  auto const made = rings.emplace(key, std::move(entry)).first;
-  if (made->second.spare_pending) {
-    spares_pending.fetch_add(1);
-    try {
-      std::thread{make_spare, key, made->second.id, num_slots, slot_size}.detach();
-    } catch (...) {  // no thread: the first ring serves until it is idle, then the shape is made
-      made->second.spare_pending = false;
-      spares_pending.fetch_sub(1);
-    }
-  }
+  free_idle_rings_locked(rings_kept - 1);
+  auto ring = std::make_shared<StagingRing>(num_slots, slot_size);
+  rings.emplace(key, Entry{ring, ++uses});
   return ring;
 }
 
@@ -370,28 +259,17 @@ std::size_t staging_pinned_bytes()
   std::size_t bytes = 0;
   for (auto const& [key, entry] : registry()) {
     bytes += entry.ring->num_slots() * entry.ring->slot_size();
-    if (entry.spare) { bytes += entry.spare->num_slots() * entry.spare->slot_size(); }
   }
   return bytes;
 }
 
-bool staging_pinned_within(std::chrono::milliseconds timeout)
-{
-  auto const until = std::chrono::steady_clock::now() + timeout;
-  while (spares_pending.load() != 0) {
-    if (std::chrono::steady_clock::now() >= until) { return false; }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
-
 std::size_t free_idle_staging()
 {
-  free_orphans();
-  std::vector<Entry> dying;  // destroyed after the lock is released
   std::lock_guard const lock{registry_mutex};
-  free_idle_rings_locked(0, dying);
-  return dying.size();
+  auto& rings            = registry();
+  std::size_t const were = rings.size();
+  free_idle_rings_locked(0);
+  return were - rings.size();
 }
 
 }  // namespace kvikio::detail

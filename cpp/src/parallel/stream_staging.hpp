@@ -137,16 +137,12 @@ class StagingRing {
 
 /**
  * @brief The staging ring of `stream` in the current context (per calling thread for
- * CU_STREAM_PER_THREAD). At first use: a small ring for that call of `call_size` bytes (k slots
- * of 256 KiB, or of call_size / 32 if larger, at most `slot_size`), pinned here, while a thread
- * of its own pins the asked shape, which takes over once the small ring is idle. A ring whose
- * shape differs from the one asked for is replaced once it is idle (until then it serves as it
- * is). Rings of other streams that are idle are freed, least recently used first, while more
- * than a few exist.
+ * CU_STREAM_PER_THREAD), created at first use. A ring whose shape differs from the one asked
+ * for is replaced once it is idle (until then it serves as it is). Rings of other streams that
+ * are idle are freed, least recently used first, while more than a few exist.
  */
 [[nodiscard]] std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
                                                             std::size_t num_slots,
-                                                            std::size_t slot_size,
-                                                            std::size_t call_size);
+                                                            std::size_t slot_size);
 
 }  // namespace kvikio::detail
