@@ -2,8 +2,8 @@
  * SPDX-License-Identifier: Apache-2.0
  *
  * kvikio_bench local|remote read --mem device --devices 0,1,...: reads into several GPUs at once
- * from one process, beside one GPU alone, beside host memory and beside one process per GPU, in
- * the same run.
+ * from one process, beside one GPU alone, beside host memory (one pool, and every pool at once:
+ * the host's bound) and beside one process per GPU, in the same run.
  */
 #include "devices_bench.hpp"
 
@@ -203,10 +203,14 @@ std::vector<Row> run_devices(DevicesRun const& run, ReadInto const& read, std::s
     KVIKIO_CUDA_DRIVER_TRY(api.MemAlloc(&dptr, run.size));
     targets.push_back({d, ctx, dptr});
   }
-  std::unique_ptr<char, void (*)(void*)> host{
-    static_cast<char*>(std::aligned_alloc(4096, (run.size + 4095) / 4096 * 4096)), std::free};
-  KVIKIO_EXPECT(host != nullptr, "cannot allocate the host buffer");
-  std::memset(host.get(), 0x5A, run.size);  // fault the pages in before timing
+  // One host buffer per GPU: the host's bound is every pool reading into host memory at once.
+  std::vector<std::unique_ptr<char, void (*)(void*)>> hosts;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    hosts.emplace_back(
+      static_cast<char*>(std::aligned_alloc(4096, (run.size + 4095) / 4096 * 4096)), std::free);
+    KVIKIO_EXPECT(hosts.back() != nullptr, "cannot allocate a host buffer");
+    std::memset(hosts.back().get(), 0x5A, run.size);  // fault the pages in before timing
+  }
 
   std::vector<Row> rows;
   for (unsigned nthreads : run.threads) {
@@ -224,6 +228,7 @@ std::vector<Row> run_devices(DevicesRun const& run, ReadInto const& read, std::s
       return Row{"read", mem, std::move(variant), nthreads, run.task, bytes, {}};
     };
     Row host_row = row("host", "into host memory", run.size);
+    Row host_all = row("host", "every pool into host memory, total", run.size * targets.size());
     Row alone =
       row("device", "GPU " + std::to_string(targets.front().ordinal) + " alone", run.size);
     Row total = row("device", "GPUs " + list + " at once, total", run.size * targets.size());
@@ -231,29 +236,33 @@ std::vector<Row> run_devices(DevicesRun const& run, ReadInto const& read, std::s
     for (auto const& t : targets) {
       each.push_back(row("device", "GPU " + std::to_string(t.ordinal) + " of " + list, run.size));
     }
+    // Every pool at once, each reading with `one(i)`; each one's own time into `seconds`.
+    auto const at_once = [&](auto const& one, std::vector<double>& seconds) {
+      std::vector<std::thread> readers;
+      for (std::size_t i = 0; i < targets.size(); ++i) {
+        readers.emplace_back([&, i] {
+          auto const t0 = std::chrono::steady_clock::now();
+          one(i);
+          seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        });
+      }
+      for (auto& r : readers) {
+        r.join();
+      }
+    };
     for (unsigned rep = 0; rep < run.repeat; ++rep) {
-      host_row.runs.push_back(measure([&] { read(host.get(), pools[0].get()); }));
-      alone.runs.push_back(measure([&] { into(0); }));
+      host_row.runs.push_back(measure([&] { read(hosts[0].get(), pools[0].get()); }));
       std::vector<double> seconds(targets.size());
-      total.runs.push_back(measure([&] {
-        std::vector<std::thread> readers;
-        for (std::size_t i = 0; i < targets.size(); ++i) {
-          readers.emplace_back([&, i] {
-            auto const t0 = std::chrono::steady_clock::now();
-            into(i);
-            seconds[i] =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          });
-        }
-        for (auto& r : readers) {
-          r.join();
-        }
-      }));
+      host_all.runs.push_back(measure(
+        [&] { at_once([&](std::size_t i) { read(hosts[i].get(), pools[i].get()); }, seconds); }));
+      alone.runs.push_back(measure([&] { into(0); }));
+      total.runs.push_back(measure([&] { at_once(into, seconds); }));
       for (std::size_t i = 0; i < targets.size(); ++i) {
         each[i].runs.push_back({seconds[i], total.runs.back().cpu_seconds});
       }
     }
     rows.push_back(std::move(host_row));
+    rows.push_back(std::move(host_all));
     rows.push_back(std::move(alone));
     rows.push_back(std::move(total));
     for (auto& r : each) {
@@ -272,7 +281,8 @@ std::vector<Row> run_devices(DevicesRun const& run, ReadInto const& read, std::s
   }
   std::printf(
     "%s\nreads into GPUs %s at once (a pool of the row's threads per GPU; per-GPU rows: that "
-    "GPU's own time, their CPU column the whole run's)\n",
+    "GPU's own time, their CPU column the whole run's; every pool into host memory: the host's "
+    "bound for this process)\n",
     header.c_str(),
     list.c_str());
   print_table(rows);
