@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <new>
 #include <thread>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <kvikio/bounce_buffer.hpp>
 #include <kvikio/detail/logger.hpp>
@@ -20,6 +22,7 @@
 #include <kvikio/utils.hpp>
 
 #include "parallel/stream_ordered.hpp"
+#include "parallel/stream_workers.hpp"
 
 namespace kvikio::detail {
 
@@ -70,6 +73,42 @@ class CounterPool {
 };
 
 Counter Counter::take() { return CounterPool::instance().take(); }
+
+namespace {
+
+// Freeing pinned memory waits for the device's work, which may wait for the host part of
+// stream-ordered I/O: a stream-ordered worker that freed it (the last holder of a ring the
+// registry dropped) could wait for itself. What a worker lets go of is freed by the next thread
+// that asks for a ring or frees idle ones.
+std::mutex orphans_mutex;
+std::vector<std::pair<void*, std::size_t>> orphans;
+
+void free_pinned_off_workers(void* memory, std::size_t size) noexcept
+{
+  if (on_stream_worker()) {
+    std::lock_guard const lock{orphans_mutex};
+    try {
+      orphans.emplace_back(memory, size);
+    } catch (...) {  // out of memory: leaked rather than freed here
+    }
+    return;
+  }
+  CudaPinnedAllocator::deallocate(memory, size);
+}
+
+void free_orphans() noexcept
+{
+  std::vector<std::pair<void*, std::size_t>> mine;
+  {
+    std::lock_guard const lock{orphans_mutex};
+    mine.swap(orphans);
+  }
+  for (auto const& [memory, size] : mine) {
+    CudaPinnedAllocator::deallocate(memory, size);
+  }
+}
+
+}  // namespace
 
 void Counter::give_back(Counter counter) noexcept { CounterPool::instance().give_back(counter); }
 
@@ -122,7 +161,7 @@ StagingRing::~StagingRing() noexcept { release(); }
 void StagingRing::release() noexcept
 {
   for (auto& slot : slots_) {
-    CudaPinnedAllocator::deallocate(slot.memory, slot_size_);
+    free_pinned_off_workers(slot.memory, slot_size_);
     Counter::give_back(slot.host_done);
     Counter::give_back(slot.stream_done);
   }
@@ -207,7 +246,9 @@ std::map<Key, Entry>& registry()
 }
 std::uint64_t uses = 0;
 
-void free_idle_rings_locked(std::size_t keep)
+// Frees idle rings while more than `keep` exist; they go to `dying`, destroyed once the
+// registry's lock is released (freeing pinned memory waits for the device).
+void free_idle_rings_locked(std::size_t keep, std::vector<Entry>& dying)
 {
   auto& rings = registry();
   if (rings.size() <= keep) { return; }
@@ -220,7 +261,10 @@ void free_idle_rings_locked(std::size_t keep)
   });
   for (auto it : by_age) {  // busy ones stay: over the bound until they are idle
     if (rings.size() <= keep) { return; }
-    if (it->second.ring->retire_if_idle()) { rings.erase(it); }
+    if (it->second.ring->retire_if_idle()) {
+      dying.push_back(std::move(it->second));
+      rings.erase(it);
+    }
   }
 }
 
@@ -234,7 +278,10 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
   KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
   Key const key{
     ctx, stream, stream == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id{}};
+  free_orphans();
   // A ring dropped here lives on while operations hold it; it is idle, so they are ending.
+  std::vector<Entry> dying;  // destroyed after the lock is released
+  dying.reserve(rings_kept + 1);
   std::lock_guard const lock{registry_mutex};
   auto& rings = registry();
   auto it     = rings.find(key);
@@ -245,9 +292,10 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
       it->second.last_use = ++uses;
       return ring;
     }
+    dying.push_back(std::move(it->second));
     rings.erase(it);
   }
-  free_idle_rings_locked(rings_kept - 1);
+  free_idle_rings_locked(rings_kept - 1, dying);
   auto ring = std::make_shared<StagingRing>(num_slots, slot_size);
   rings.emplace(key, Entry{ring, ++uses});
   return ring;
@@ -265,11 +313,11 @@ std::size_t staging_pinned_bytes()
 
 std::size_t free_idle_staging()
 {
+  free_orphans();
+  std::vector<Entry> dying;  // destroyed after the lock is released
   std::lock_guard const lock{registry_mutex};
-  auto& rings            = registry();
-  std::size_t const were = rings.size();
-  free_idle_rings_locked(0);
-  return were - rings.size();
+  free_idle_rings_locked(0, dying);
+  return dying.size();
 }
 
 }  // namespace kvikio::detail

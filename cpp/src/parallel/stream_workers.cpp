@@ -20,6 +20,7 @@ namespace kvikio::detail {
 namespace {
 
 class StreamWorkers;
+thread_local bool this_thread_is_a_worker = false;
 // The process's workers, once there are any. Never deleted: detached workers use them until the
 // process ends (a forked child leaks its parent's, whose mutex may have been held at the fork).
 std::atomic<StreamWorkers*> current{nullptr};
@@ -85,6 +86,7 @@ class StreamWorkers {
 
   void loop()
   {
+    this_thread_is_a_worker = true;
     std::unique_lock lock{mutex_};
     starting_ = workers_ < wanted_;
     if (starting_) {
@@ -151,5 +153,7 @@ void run_when_ready(std::shared_ptr<ReadyPieces> work, std::size_t threads)
 }
 
 std::size_t stream_worker_count() noexcept { return StreamWorkers::instance().count(); }
+
+bool on_stream_worker() noexcept { return this_thread_is_a_worker; }
 
 }  // namespace kvikio::detail

@@ -45,4 +45,8 @@ void run_when_ready(std::shared_ptr<ReadyPieces> work, std::size_t threads);
 /// @brief How many stream-ordered workers exist.
 [[nodiscard]] std::size_t stream_worker_count() noexcept;
 
+/// @brief Whether the calling thread is a stream-ordered worker (which must not wait for the
+/// device: the device may be waiting for it).
+[[nodiscard]] bool on_stream_worker() noexcept;
+
 }  // namespace kvikio::detail
