@@ -4,6 +4,7 @@
 #include "parallel/stream_staging.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -82,6 +83,7 @@ namespace {
 // that asks for a ring or frees idle ones.
 std::mutex orphans_mutex;
 std::vector<std::pair<void*, std::size_t>> orphans;
+std::atomic<bool> orphans_waiting{false};  // every call asks: most find none without the lock
 
 void free_pinned_off_workers(void* memory, std::size_t size) noexcept
 {
@@ -89,6 +91,7 @@ void free_pinned_off_workers(void* memory, std::size_t size) noexcept
     std::lock_guard const lock{orphans_mutex};
     try {
       orphans.emplace_back(memory, size);
+      orphans_waiting.store(true, std::memory_order_release);
     } catch (...) {  // out of memory: leaked rather than freed here
     }
     return;
@@ -98,6 +101,7 @@ void free_pinned_off_workers(void* memory, std::size_t size) noexcept
 
 void free_orphans() noexcept
 {
+  if (!orphans_waiting.exchange(false, std::memory_order_acquire)) { return; }
   std::vector<std::pair<void*, std::size_t>> mine;
   {
     std::lock_guard const lock{orphans_mutex};
@@ -281,7 +285,6 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
   free_orphans();
   // A ring dropped here lives on while operations hold it; it is idle, so they are ending.
   std::vector<Entry> dying;  // destroyed after the lock is released
-  dying.reserve(rings_kept + 1);
   std::lock_guard const lock{registry_mutex};
   auto& rings = registry();
   auto it     = rings.find(key);
