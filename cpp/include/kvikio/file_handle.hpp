@@ -18,10 +18,13 @@
 #include <exception>
 #include <future>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <cuda.h>
 
+#include <kvikio/batch_read.hpp>
 #include <kvikio/buffer.hpp>
 #include <kvikio/compat_mode.hpp>
 #include <kvikio/compat_mode_manager.hpp>
@@ -40,6 +43,32 @@ namespace detail {
 struct LocalFile;
 struct FileState;
 }  // namespace detail
+
+class FileHandle;
+
+/// @brief One range of a local batch read: `size` bytes at `file_offset` of `handle`'s file into
+/// `buf` (host or device memory).
+struct FileReadRequest {
+  FileHandle* handle{nullptr};  ///< not owned; must stay open until the request's future is done
+  void* buf{nullptr};           ///< not owned; must outlive the request's future
+  std::size_t size{0};          ///< bytes to read
+  std::size_t file_offset{0};   ///< where the range starts in the file
+};
+
+/**
+ * @brief Reads every request, of one or several files, into host or device memory (several
+ * CUDA contexts allowed); returns one future per request, in `requests`' order, each holding
+ * the request's size or its error. Nearby requests of the same file and the same destination
+ * kind merge into one read as `options` allows (batch_read.hpp): a merged read is one task of
+ * `options.thread_pool` through the file's host path (POSIX or io_uring), copied out to each
+ * request; a request read by itself is its handle's pread(). Nothing starts before every
+ * request is checked.
+ * @throws std::invalid_argument naming the request's index for a null handle, a null buffer or
+ * a range past the end of the file, or for a `task_size` of 0; std::runtime_error for a closed
+ * handle; kvikio::CUfileException for a file not opened for reading.
+ */
+std::vector<std::future<std::size_t>> file_batch_read(std::span<FileReadRequest const> requests,
+                                                      BatchReadOptions const& options = {});
 
 /**
  * @brief An open file. Move-only; closes on destruction. Its I/O methods are safe to call from
@@ -208,7 +237,15 @@ class FileHandle {
   /// @brief How this file's I/O is done (cuFile or POSIX).
   [[nodiscard]] CompatModeManager const& get_compat_mode_manager() const noexcept;
 
+  /**
+   * @brief file_batch_read() of `ranges` of this file: one future per range, in order.
+   */
+  std::vector<std::future<std::size_t>> batch_read(std::span<ReadRange const> ranges,
+                                                   BatchReadOptions const& options = {});
+
  private:
+  friend std::vector<std::future<std::size_t>> file_batch_read(
+    std::span<FileReadRequest const> requests, BatchReadOptions const& options);
   enum class Direction { read, write };
   using Lease = std::shared_ptr<void>;  // a detail::InFlight lease on the descriptors
   // A lease for an operation named `what`. @throws std::runtime_error if the handle is closed.

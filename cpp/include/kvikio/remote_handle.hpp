@@ -5,11 +5,8 @@
 
 /**
  * @file remote_handle.hpp
- * @brief Remote objects read into host or device memory over HTTP.
- *
- * This session's part of the remote layer: HTTP(S) endpoints and the easy transport (one
- * ranged GET per task on the thread pool, pooled easy handles, retries). S3, presigned URLs,
- * WebHDFS and the multi-poll transport follow.
+ * @brief Remote objects (HTTP, S3, presigned URLs, WebHDFS) read into host or device memory:
+ * their endpoints, RemoteHandle, and batch reads of many ranges (remote_batch_read()).
  */
 
 #include <atomic>
@@ -20,10 +17,12 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <kvikio/batch_read.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/curl.hpp>
 #include <kvikio/error.hpp>
@@ -34,6 +33,31 @@
 namespace kvikio {
 
 class RemoteEndpoint;
+class RemoteHandle;
+
+/// @brief One range of a remote batch read: `size` bytes at `file_offset` of `handle`'s object
+/// into `buf` (host or device memory).
+struct RemoteReadRequest {
+  RemoteHandle* handle{nullptr};  ///< not owned; must outlive the request's future
+  void* buf{nullptr};             ///< not owned; must outlive the request's future
+  std::size_t size{0};            ///< bytes to read
+  std::size_t file_offset{0};     ///< where the range starts in the object
+};
+
+/**
+ * @brief Reads every request, of one or several handles, into host or device memory (several
+ * CUDA contexts allowed); returns one future per request, in `requests`' order, each holding
+ * the request's size or its error. Nearby requests of the same handle and the same destination
+ * kind merge into one ranged GET as `options` allows (batch_read.hpp); a merged GET is one task
+ * of `options.thread_pool`, and a request read by itself is its handle's pread(). Nothing
+ * starts before every request is checked.
+ * @throws std::invalid_argument naming the request's index for a null handle, a null buffer or
+ * a range past the end of its object, or for a `task_size` of 0; std::runtime_error for a
+ * moved-from handle.
+ */
+std::vector<std::future<std::size_t>> remote_batch_read(std::span<RemoteReadRequest const> requests,
+                                                        BatchReadOptions const& options = {});
+
 namespace detail {
 class InFlight;
 /// @brief The size a HEAD request to `endpoint` reports; records the answer's ETag on the
@@ -335,7 +359,15 @@ class RemoteHandle {
    */
   StreamFuture read_async(void* devPtr, std::size_t size, std::size_t file_offset, CUstream stream);
 
+  /**
+   * @brief remote_batch_read() of `ranges` of this object: one future per range, in order.
+   */
+  std::vector<std::future<std::size_t>> batch_read(std::span<ReadRange const> ranges,
+                                                   BatchReadOptions const& options = {});
+
  private:
+  friend std::vector<std::future<std::size_t>> remote_batch_read(
+    std::span<RemoteReadRequest const> requests, BatchReadOptions const& options);
   [[nodiscard]] RemoteBackendType backend() const;
   /// @throws std::invalid_argument naming `what` if the range runs past the end.
   void check_in_range(char const* what, std::size_t size, std::size_t offset) const;

@@ -19,6 +19,7 @@
 #include <kvikio/utils.hpp>
 
 #include "core/in_flight.hpp"
+#include "parallel/batch_plan.hpp"
 #include "parallel/stream_ordered.hpp"
 #include "remote/multi_poll.hpp"
 #include "remote/range_request.hpp"
@@ -346,6 +347,57 @@ StreamFuture RemoteHandle::read_async(void* devPtr,
     },
     detail::report_stream_ordered(bytes_p, future.error_, "RemoteHandle::read_async"));
   return future;
+}
+
+std::vector<std::future<std::size_t>> RemoteHandle::batch_read(std::span<ReadRange const> ranges,
+                                                               BatchReadOptions const& options)
+{
+  return remote_batch_read(detail::requests_of<RemoteReadRequest>(this, ranges), options);
+}
+
+std::vector<std::future<std::size_t>> remote_batch_read(std::span<RemoteReadRequest const> requests,
+                                                        BatchReadOptions const& options)
+{
+  KVIKIO_NVTX_FUNC_RANGE();
+  constexpr char const* what = "remote_batch_read";
+  // Each handle once: its lease (taken before anything starts, held by every merged read of the
+  // batch), its endpoint and transport as they are now.
+  struct Source {
+    RemoteHandle* handle;
+    std::shared_ptr<void> lease;
+    RemoteEndpoint* endpoint;
+    std::size_t served_size;
+    RemoteBackendType backend;
+  };
+  std::vector<Source> sources;
+  auto const source_of = detail::source_indices(requests, what, [&](RemoteHandle& h) {
+    auto lease = h.enter(what);
+    sources.push_back({&h, std::move(lease), h.endpoint_.get(), h.served_size_, h.backend()});
+  });
+  std::vector<detail::BatchRange> ranges;
+  ranges.reserve(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    auto const& q           = requests[i];
+    std::string const which = std::string{what} + " request " + std::to_string(i);
+    q.handle->check_in_range(which.c_str(), q.size, q.file_offset);
+    ranges.push_back({source_of[i],
+                      detail::batch_destination(q.buf, q.size, what, i),
+                      {q.buf, q.size, q.file_offset}});
+  }
+  return detail::run_batch(
+    ranges,
+    options,
+    {.read_one =
+       [sources](detail::BatchRange const& r, std::size_t task_size, ThreadPool* pool) {
+         auto& h = *sources[r.source].handle;
+         return h.pread(r.range.buf, r.range.size, r.range.file_offset, task_size, pool);
+       },
+     .read_span =
+       [sources](std::size_t source, void* host, std::size_t size, std::size_t file_offset) {
+         auto const& s = sources[source];
+         (void)read_range(
+           *s.endpoint, s.served_size, s.backend, host, size, file_offset, nullptr, s.lease);
+       }});
 }
 
 }  // namespace kvikio

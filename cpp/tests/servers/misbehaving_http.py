@@ -27,6 +27,9 @@ with the ETag "v1" (redirects: "moved"); the first path segment picks the behavi
     /redirect/...      answers 307 to the same path under /ok/ (HEAD and GET)
     /redirect-loop/... answers 307 to itself, forever
     /404/..., /403/... that status
+    /requests/...      answers 200 with the number of ranged GETs served so far under the same
+                       path with /ok/ in its place (decimal text): tests count the requests a
+                       read made
 A path under /webhdfs/v1/ is the same behaviour spoken as WebHDFS: ?op=GETFILESTATUS answers
 the object's FileStatus (JSON), ?op=OPEN&offset=O&length=L answers 200 with those bytes.
 Prints "ready <port>" on stdout once listening (PORT 0: a free port of the kernel's choosing).
@@ -41,6 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 SIZE = int(sys.argv[2])
 DATA = bytes((i * 7 + 3) % 251 for i in range(SIZE))
 COUNTS = {}
+RANGED_GETS = {}
 LOCK = threading.Lock()
 
 
@@ -82,6 +86,11 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             COUNTS[path] = COUNTS.get(path, 0) + 1
             count = COUNTS[path]
+            if self.command == "GET" and self.headers.get("Range"):
+                RANGED_GETS[path] = RANGED_GETS.get(path, 0) + 1
+            served = RANGED_GETS.get("/ok/" + "/".join(parts[1:]), 0)
+        if kind == "requests":
+            return self._send(200, str(served).encode())
         if kind in ("404", "403"):
             return self._send(int(kind), b"no")
         if kind == "flaky" and count <= int(parts[1]):

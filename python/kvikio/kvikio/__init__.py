@@ -15,6 +15,7 @@ else:
 
 from kvikio import buffer, cufile_driver, defaults, ipc, stream, utils
 from kvikio._version import __git_commit__, __version__
+from kvikio.batch_read import file_batch_read, remote_batch_read
 from kvikio.buffer import bounce_buffer_free, memory_deregister, memory_register
 from kvikio.cufile import (
     CuFile,
@@ -66,7 +67,9 @@ __all__ = [
     "buffer",
     "cufile_driver",
     "defaults",
+    "file_batch_read",
     "ipc",
+    "remote_batch_read",
     "stream",
     "utils",
 ]

@@ -153,6 +153,15 @@ class CuFile:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def batch_read(self, ranges, *, coalesce_max_gap: int | None = None,
+                   task_size: int | None = None) -> list[IOFuture]:
+        """Reads every range ``(buf[, size[, file_offset]])`` of the file; one
+        :class:`IOFuture` per range, in order: :func:`kvikio.file_batch_read` (ours)."""
+        from kvikio.batch_read import file_batch_read, ranges_of
+
+        return file_batch_read(ranges_of(self, ranges), coalesce_max_gap=coalesce_max_gap,
+                               task_size=task_size)
+
     @_documented("""Reads the file into ``buf`` in parallel tasks; returns at once.
 
         {parameters}

@@ -129,6 +129,15 @@ class RemoteFile:
         off = unsigned("pread", "file_offset", file_offset)
         return IOFuture(self._handle.pread(b.ptr, size_of(b, size, "pread"), off, ts), b)
 
+    def batch_read(self, ranges, *, coalesce_max_gap: int | None = None,
+                   task_size: int | None = None) -> list[IOFuture]:
+        """Reads every range ``(buf[, size[, file_offset]])`` of the object; one
+        :class:`IOFuture` per range, in order: :func:`kvikio.remote_batch_read` (ours)."""
+        from kvikio.batch_read import ranges_of, remote_batch_read
+
+        return remote_batch_read(ranges_of(self, ranges), coalesce_max_gap=coalesce_max_gap,
+                                 task_size=task_size)
+
     def read_async(self, buf, stream, size: int | None = None,
                    file_offset: int = 0) -> IOFutureStream:
         """Reads into device memory in the order of ``stream``; returns at once (ours)."""

@@ -256,6 +256,39 @@ void bind_defaults(py::module_& m)
   });
 }
 
+/// A batch read's requests as the Python side passes them (one list per field) and the C++
+/// request type: Future per request, in order. `Request` is {handle, buf, size, file_offset}.
+template <typename Request, typename Handle, typename Call>
+std::vector<Future> batch_read(std::vector<Handle*> const& handles,
+                               std::vector<std::uintptr_t> const& bufs,
+                               std::vector<std::size_t> const& sizes,
+                               std::vector<std::size_t> const& offsets,
+                               std::optional<std::size_t> coalesce_max_gap,
+                               std::optional<std::size_t> task_size,
+                               Call call)
+{
+  if (bufs.size() != handles.size() || sizes.size() != handles.size() ||
+      offsets.size() != handles.size()) {
+    throw std::invalid_argument("batch read: the request lists differ in length");
+  }
+  std::vector<Request> requests;
+  requests.reserve(handles.size());
+  for (std::size_t i = 0; i < handles.size(); ++i) {
+    requests.push_back({handles[i], as_ptr(bufs[i]), sizes[i], offsets[i]});
+  }
+  auto futures = without_gil([&] {
+    return call(
+      requests,
+      kvikio::BatchReadOptions{.coalesce_max_gap = coalesce_max_gap, .task_size = task_size});
+  });
+  std::vector<Future> out;
+  out.reserve(futures.size());
+  for (auto& f : futures) {
+    out.emplace_back(std::move(f));
+  }
+  return out;
+}
+
 void bind_file_handle(py::module_& m)
 {
   py::class_<kvikio::FileHandle>(m, "FileHandle")
@@ -319,6 +352,18 @@ void bind_file_handle(py::module_& m)
                                   as_stream(stream));
            })};
          });
+  m.def("file_batch_read",
+        [](std::vector<kvikio::FileHandle*> const& handles,
+           std::vector<std::uintptr_t> const& bufs,
+           std::vector<std::size_t> const& sizes,
+           std::vector<std::size_t> const& offsets,
+           std::optional<std::size_t> coalesce_max_gap,
+           std::optional<std::size_t> task_size) {
+          return batch_read<kvikio::FileReadRequest>(
+            handles, bufs, sizes, offsets, coalesce_max_gap, task_size, [](auto const& r, auto o) {
+              return kvikio::file_batch_read(r, o);
+            });
+        });
 }
 
 void bind_remote(py::module_& m)
@@ -416,6 +461,18 @@ void bind_remote(py::module_& m)
            return StreamOp{without_gil(
              [&] { return h.read_async(as_ptr(buf), size, offset, as_stream(stream)); })};
          });
+  m.def("remote_batch_read",
+        [](std::vector<kvikio::RemoteHandle*> const& handles,
+           std::vector<std::uintptr_t> const& bufs,
+           std::vector<std::size_t> const& sizes,
+           std::vector<std::size_t> const& offsets,
+           std::optional<std::size_t> coalesce_max_gap,
+           std::optional<std::size_t> task_size) {
+          return batch_read<kvikio::RemoteReadRequest>(
+            handles, bufs, sizes, offsets, coalesce_max_gap, task_size, [](auto const& r, auto o) {
+              return kvikio::remote_batch_read(r, o);
+            });
+        });
   m.def("infer_remote_endpoint_type", &kvikio::infer_remote_endpoint_type);
   m.def("parse_s3_url", &kvikio::S3Endpoint::parse_s3_url);
 }

@@ -1,0 +1,98 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <kvikio/file_handle.hpp>
+
+#include <cstddef>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <kvikio/defaults.hpp>
+#include <kvikio/detail/nvtx.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/file_utils.hpp>
+
+#include "io/file_state.hpp"
+#include "io/local_plan.hpp"
+#include "parallel/batch_plan.hpp"
+
+namespace kvikio {
+
+std::vector<std::future<std::size_t>> FileHandle::batch_read(std::span<ReadRange const> ranges,
+                                                             BatchReadOptions const& options)
+{
+  return file_batch_read(detail::requests_of<FileReadRequest>(this, ranges), options);
+}
+
+std::vector<std::future<std::size_t>> file_batch_read(std::span<FileReadRequest const> requests,
+                                                      BatchReadOptions const& options)
+{
+  KVIKIO_NVTX_FUNC_RANGE();
+  constexpr char const* what = "file_batch_read";
+  std::size_t const pool_threads =
+    (options.thread_pool != nullptr ? options.thread_pool : &defaults::thread_pool())
+      ->get_thread_count();
+  // Each file once: its lease (taken before anything starts, held by every merged read of the
+  // batch) and its descriptors for reading as they are now.
+  struct Source {
+    FileHandle* handle;
+    std::shared_ptr<void> lease;
+    detail::FileState* state;
+    detail::LocalFile file;
+  };
+  std::vector<Source> sources;
+  auto const source_of = detail::source_indices(requests, what, [&](FileHandle& h) {
+    auto lease = h.enter(what);
+    h.check_allowed(FileHandle::Direction::read);
+    sources.push_back({&h,
+                       std::move(lease),
+                       h.state_.get(),
+                       h.local_file(FileHandle::Direction::read, pool_threads)});
+  });
+  std::vector<detail::BatchRange> ranges;
+  ranges.reserve(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    auto const& q           = requests[i];
+    FileHandle const& h     = *q.handle;
+    std::string const which = std::string{what} + " request " + std::to_string(i);
+    h.check_range(q.buf, q.size, q.file_offset, which.c_str());
+    auto const& source = sources[source_of[i]];
+    if (q.file_offset + q.size > source.state->nbytes.load()) {
+      // The file may have grown since the handle last looked.
+      std::size_t const now = get_file_size(source.file.fd);
+      KVIKIO_EXPECT(q.file_offset + q.size <= now,
+                    "cannot read " + std::to_string(q.file_offset) + "+" + std::to_string(q.size) +
+                      " bytes of a " + std::to_string(now) + " bytes file (" + h.path_ +
+                      "): " + which + " runs past the end",
+                    std::invalid_argument);
+    }
+    ranges.push_back({source_of[i],
+                      detail::batch_destination(q.buf, q.size, what, i),
+                      {q.buf, q.size, q.file_offset}});
+  }
+  return detail::run_batch(
+    ranges,
+    options,
+    {.read_one =
+       [sources](detail::BatchRange const& r, std::size_t task_size, ThreadPool* pool) {
+         auto const& [buf, size, file_offset] = r.range;
+         return sources[r.source].handle->pread(
+           buf, size, file_offset, task_size, defaults::gds_threshold(), true, pool);
+       },
+     .read_span =
+       [sources, pool_threads](
+         std::size_t source, void* host, std::size_t size, std::size_t file_offset) {
+         auto const& s = sources[source];
+         (void)detail::host_transfer(detail::host_mover(true, size, pool_threads),
+                                     true,
+                                     *s.state,
+                                     s.file,
+                                     {static_cast<std::byte*>(host), size, file_offset});
+       }});
+}
+
+}  // namespace kvikio

@@ -1,0 +1,212 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include "parallel/batch_plan.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include <kvikio/bounce_buffer.hpp>
+#include <kvikio/defaults.hpp>
+#include <kvikio/detail/nvtx.hpp>
+#include <kvikio/error.hpp>
+#include <kvikio/shim/cuda.hpp>
+#include <kvikio/utils.hpp>
+
+#include "cuda/stream_cache.hpp"
+
+namespace kvikio::detail {
+namespace {
+
+// Where a merged span lands before its members' bytes are copied out: a buffer of the
+// page-aligned pool (host destinations) or of the pinned pool (device destinations), the
+// smallest that holds the span; heap memory for a span larger than the pools' buffers.
+class Scratch {
+ public:
+  Scratch(CUcontext context, std::size_t size)
+  {
+    if (context == nullptr) {
+      take(BounceBufferPool<PageAlignedAllocator>::instance(), size);
+    } else {
+      PushAndPopContext const pushed{context};  // pinned memory is made in the destination's
+      take(BounceBufferPool<CudaPinnedAllocator>::instance(), size);
+    }
+  }
+  [[nodiscard]] std::byte* data() const noexcept { return data_; }
+
+ private:
+  template <typename Pool>
+  void take(Pool& pool, std::size_t size)
+  {
+    if (size <= pool.buffer_size()) {
+      auto buffer = pool.part_pool_for(size).get();
+      data_       = static_cast<std::byte*>(buffer.get());
+      held_       = std::make_shared<typename Pool::Buffer>(std::move(buffer));
+    } else {
+      auto heap = std::make_unique_for_overwrite<std::byte[]>(size);
+      data_     = heap.get();
+      held_     = std::shared_ptr<std::byte[]>(std::move(heap));
+    }
+  }
+  std::byte* data_{nullptr};
+  std::shared_ptr<void> held_;
+};
+
+// Copies each member's bytes out of the span at `scratch` into its destination.
+void scatter(std::span<BatchRange const> ranges, BatchRun const& run, std::byte const* scratch)
+{
+  CUcontext const context = ranges[run.members.front()].context;
+  if (context == nullptr) {
+    for (auto const i : run.members) {
+      auto const& r = ranges[i].range;
+      std::memcpy(r.buf, scratch + (r.file_offset - run.file_offset), r.size);
+    }
+    return;
+  }
+  PushAndPopContext const pushed{context};
+  CUstream const stream = stream_for_this_thread(context);
+  auto& api             = cudaAPI::instance();
+  for (auto const i : run.members) {
+    auto const& r = ranges[i].range;
+    KVIKIO_CUDA_DRIVER_TRY(api.MemcpyHtoDAsync(
+      convert_void2deviceptr(r.buf), scratch + (r.file_offset - run.file_offset), r.size, stream));
+  }
+  KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(stream));
+}
+
+}  // namespace
+
+CUcontext batch_destination(void* buf, std::size_t size, char const* what, std::size_t index)
+{
+  if (size == 0) { return nullptr; }
+  KVIKIO_EXPECT(buf != nullptr,
+                std::string{what} + ": range " + std::to_string(index) + " has a null buffer",
+                std::invalid_argument);
+  return is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
+}
+
+std::vector<BatchRun> plan_batch(std::span<BatchRange const> ranges,
+                                 std::optional<std::size_t> coalesce_max_gap,
+                                 std::size_t task_size)
+{
+  // Groups of (source, context) in order of first appearance; a batch has few of them.
+  std::vector<std::vector<std::size_t>> groups;
+  std::vector<std::pair<std::size_t, CUcontext>> keys;
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i].range.size == 0) { continue; }
+    std::pair const key{ranges[i].source, ranges[i].context};
+    auto const at = std::find(keys.begin(), keys.end(), key);
+    if (at == keys.end()) {
+      keys.push_back(key);
+      groups.emplace_back();
+      groups.back().push_back(i);
+    } else {
+      groups[static_cast<std::size_t>(at - keys.begin())].push_back(i);
+    }
+  }
+
+  std::vector<BatchRun> runs;
+  for (auto& group : groups) {
+    // By offset, ties in the caller's order.
+    std::stable_sort(group.begin(), group.end(), [&](std::size_t a, std::size_t b) {
+      return ranges[a].range.file_offset < ranges[b].range.file_offset;
+    });
+    for (std::size_t i = 0; i < group.size();) {
+      auto const& head = ranges[group[i]].range;
+      BatchRun run{head.file_offset, head.size, {group[i]}};
+      for (++i; coalesce_max_gap.has_value() && i < group.size(); ++i) {
+        auto const& next    = ranges[group[i]].range;
+        auto const run_end  = run.file_offset + run.size;
+        auto const next_end = next.file_offset + next.size;
+        bool const disjoint = next.file_offset >= run_end;
+        bool const near     = disjoint && next.file_offset - run_end <= *coalesce_max_gap;
+        bool const fits     = next_end - run.file_offset <= task_size;
+        if (!(near && fits)) { break; }
+        run.size = next_end - run.file_offset;
+        run.members.push_back(group[i]);
+      }
+      runs.push_back(std::move(run));
+    }
+  }
+  return runs;
+}
+
+std::vector<std::future<std::size_t>> run_batch(std::span<BatchRange const> ranges,
+                                                BatchReadOptions const& options,
+                                                BatchReaders readers)
+{
+  KVIKIO_NVTX_FUNC_RANGE();
+  std::size_t const task_size = options.task_size.value_or(defaults::task_size());
+  KVIKIO_EXPECT(
+    task_size > 0, "`task_size` must be positive (a batch read got 0)", std::invalid_argument);
+  ThreadPool* const pool =
+    options.thread_pool != nullptr ? options.thread_pool : &defaults::thread_pool();
+
+  std::vector<std::future<std::size_t>> futures(ranges.size());
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i].range.size == 0) { futures[i] = make_ready_future<std::size_t>(0); }
+  }
+  auto const runs = plan_batch(ranges, options.coalesce_max_gap, task_size);
+
+  // What every merged task shares: the ranges (copied: the caller's span may go once this
+  // returns) and the handles' span reader (which holds their leases).
+  struct Shared {
+    std::vector<BatchRange> ranges;
+    BatchReaders readers;
+  };
+  std::shared_ptr<Shared> shared;
+
+  for (auto const& run : runs) {
+    if (run.members.size() == 1) {
+      auto const i = run.members.front();
+      try {
+        futures[i] = readers.read_one(ranges[i], task_size, pool);
+      } catch (...) {
+        std::promise<std::size_t> failed;
+        failed.set_exception(std::current_exception());
+        futures[i] = failed.get_future();
+      }
+      continue;
+    }
+    if (shared == nullptr) {
+      shared = std::make_shared<Shared>(
+        Shared{std::vector<BatchRange>(ranges.begin(), ranges.end()), readers});
+    }
+    auto promises = std::make_shared<std::vector<std::promise<std::size_t>>>(run.members.size());
+    for (std::size_t m = 0; m < run.members.size(); ++m) {
+      futures[run.members[m]] = (*promises)[m].get_future();
+    }
+    auto task = [shared, promises, run] {
+      try {
+        auto const& first = shared->ranges[run.members.front()];
+        Scratch const scratch{first.context, run.size};
+        shared->readers.read_span(first.source, scratch.data(), run.size, run.file_offset);
+        scatter(shared->ranges, run, scratch.data());
+        for (std::size_t m = 0; m < run.members.size(); ++m) {
+          (*promises)[m].set_value(shared->ranges[run.members[m]].range.size);
+        }
+      } catch (...) {
+        for (auto& p : *promises) {
+          p.set_exception(std::current_exception());
+        }
+      }
+    };
+    try {
+      pool->detach_task(std::move(task));
+    } catch (...) {
+      for (auto& p : *promises) {
+        p.set_exception(std::current_exception());
+      }
+    }
+  }
+  return futures;
+}
+
+}  // namespace kvikio::detail
