@@ -25,13 +25,9 @@ cmp=$root/.device-run/compare
 log=$OUT/remote-reader.log
 work=$(mktemp -d /tmp/kvikio-remote-reader.XXXX)
 status=0
-for v in $(env | sed -n 's/^\(KVIKIO_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
-echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  host cores: $(nproc)" | tee -a "$OUT/gpu.txt"
 # shellcheck source=ci/released-upstream.sh
 source "$root/ci/released-upstream.sh"
-unpack_released_upstream "$root"
-tee -a "$OUT/gpu.txt" <"$cmp/upstream/VERSION"
+start_comparison "$root"
 
 # shellcheck source=ci/loopback-nginx.sh
 source "$root/ci/loopback-nginx.sh"

@@ -50,13 +50,9 @@ cmp=$root/.device-run/compare
 log=$OUT/compare.log
 work=$(mktemp -d /tmp/kvikio-compare.XXXX)
 status=0
-for v in $(env | sed -n 's/^\(KVIKIO_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
-echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  host cores: $(nproc)" | tee -a "$OUT/gpu.txt"
 # shellcheck source=ci/released-upstream.sh
 source "$root/ci/released-upstream.sh"
-unpack_released_upstream "$root"
-tee -a "$OUT/gpu.txt" <"$cmp/upstream/VERSION"
+start_comparison "$root"
 
 file=$work/hot.bin
 head -c "${LOCAL_SIZE:-8589934592}" /dev/urandom >"$file"

@@ -3,11 +3,17 @@
  */
 #include <kvikio/file_handle.hpp>
 
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstddef>
 #include <future>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -18,9 +24,49 @@
 
 #include "io/file_state.hpp"
 #include "io/local_plan.hpp"
+#include "io/mover/mover.hpp"
 #include "parallel/batch_plan.hpp"
 
 namespace kvikio {
+namespace {
+
+// The pieces of a merged span, read in place with preadv(2) through the page cache, as many
+// vectors at a time as the kernel takes, short reads continued.
+void read_pieces(int fd, std::span<detail::SpanPiece const> pieces, std::size_t file_offset)
+{
+  std::size_t total = 0;
+  for (auto const& p : pieces) {
+    total += p.size;
+  }
+  std::vector<iovec> iov;
+  std::size_t next = 0;  // the first piece not yet read whole
+  std::size_t into = 0;  // bytes of that piece already read
+  std::size_t done = 0;
+  while (done < total) {
+    iov.clear();
+    for (std::size_t k = next; k < pieces.size() && iov.size() < IOV_MAX; ++k) {
+      std::size_t const skip = k == next ? into : 0;
+      iov.push_back({pieces[k].dst + skip, pieces[k].size - skip});
+    }
+    ssize_t const n = ::preadv(
+      fd, iov.data(), static_cast<int>(iov.size()), static_cast<off_t>(file_offset + done));
+    if (n < 0 && errno == EINTR) { continue; }
+    if (n < 0) { throw std::system_error(errno, std::generic_category(), "POSIX error on preadv"); }
+    if (n == 0) { detail::throw_read_past_end(fd, total - done, file_offset + done); }
+    done += static_cast<std::size_t>(n);
+    for (auto left = static_cast<std::size_t>(n); left > 0;) {
+      std::size_t const here = std::min(left, pieces[next].size - into);
+      left -= here;
+      into += here;
+      if (into == pieces[next].size) {
+        ++next;
+        into = 0;
+      }
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<std::future<std::size_t>> FileHandle::batch_read(std::span<ReadRange const> ranges,
                                                              BatchReadOptions const& options)
@@ -92,6 +138,11 @@ std::vector<std::future<std::size_t>> file_batch_read(std::span<FileReadRequest 
                                      *s.state,
                                      s.file,
                                      {static_cast<std::byte*>(host), size, file_offset});
+       },
+     .read_pieces =
+       [sources](
+         std::size_t source, std::span<detail::SpanPiece const> pieces, std::size_t file_offset) {
+         read_pieces(sources[source].file.fd, pieces, file_offset);
        }});
 }
 

@@ -8,6 +8,7 @@
 #include <exception>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -79,6 +80,32 @@ void scatter(std::span<BatchRange const> ranges, BatchRun const& run, std::byte 
       convert_void2deviceptr(r.buf), scratch + (r.file_offset - run.file_offset), r.size, stream));
   }
   KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(stream));
+}
+
+// Reads a host-memory run in place through `read_pieces`: each member into its destination,
+// each gap into one throwaway buffer as large as the largest gap.
+void read_in_place(std::span<BatchRange const> ranges,
+                   BatchRun const& run,
+                   BatchReaders const& readers)
+{
+  std::size_t largest_gap = 0;
+  std::size_t at          = run.file_offset;
+  for (auto const i : run.members) {
+    largest_gap = std::max(largest_gap, ranges[i].range.file_offset - at);
+    at          = ranges[i].range.file_offset + ranges[i].range.size;
+  }
+  std::optional<Scratch> throwaway;
+  if (largest_gap > 0) { throwaway.emplace(nullptr, largest_gap); }
+  std::vector<SpanPiece> pieces;
+  pieces.reserve(2 * run.members.size());
+  at = run.file_offset;
+  for (auto const i : run.members) {
+    auto const& r = ranges[i].range;
+    if (r.file_offset > at) { pieces.push_back({throwaway->data(), r.file_offset - at}); }
+    pieces.push_back({static_cast<std::byte*>(r.buf), r.size});
+    at = r.file_offset + r.size;
+  }
+  readers.read_pieces(ranges[run.members.front()].source, pieces, run.file_offset);
 }
 
 }  // namespace
@@ -163,18 +190,10 @@ std::vector<std::future<std::size_t>> run_batch(std::span<BatchRange const> rang
   };
   std::shared_ptr<Shared> shared;
 
+  // Merged runs go to the pool first, then the ranges read alone start: a pread that runs on
+  // the caller (a small local one) then overlaps the pool's work instead of delaying it.
   for (auto const& run : runs) {
-    if (run.members.size() == 1) {
-      auto const i = run.members.front();
-      try {
-        futures[i] = readers.read_one(ranges[i], task_size, pool);
-      } catch (...) {
-        std::promise<std::size_t> failed;
-        failed.set_exception(std::current_exception());
-        futures[i] = failed.get_future();
-      }
-      continue;
-    }
+    if (run.members.size() == 1) { continue; }
     if (shared == nullptr) {
       shared = std::make_shared<Shared>(
         Shared{std::vector<BatchRange>(ranges.begin(), ranges.end()), readers});
@@ -186,9 +205,13 @@ std::vector<std::future<std::size_t>> run_batch(std::span<BatchRange const> rang
     auto task = [shared, promises, run] {
       try {
         auto const& first = shared->ranges[run.members.front()];
-        Scratch const scratch{first.context, run.size};
-        shared->readers.read_span(first.source, scratch.data(), run.size, run.file_offset);
-        scatter(shared->ranges, run, scratch.data());
+        if (first.context == nullptr && shared->readers.read_pieces) {
+          read_in_place(shared->ranges, run, shared->readers);
+        } else {
+          Scratch const scratch{first.context, run.size};
+          shared->readers.read_span(first.source, scratch.data(), run.size, run.file_offset);
+          scatter(shared->ranges, run, scratch.data());
+        }
         for (std::size_t m = 0; m < run.members.size(); ++m) {
           (*promises)[m].set_value(shared->ranges[run.members[m]].range.size);
         }
@@ -204,6 +227,17 @@ std::vector<std::future<std::size_t>> run_batch(std::span<BatchRange const> rang
       for (auto& p : *promises) {
         p.set_exception(std::current_exception());
       }
+    }
+  }
+  for (auto const& run : runs) {
+    if (run.members.size() != 1) { continue; }
+    auto const i = run.members.front();
+    try {
+      futures[i] = readers.read_one(ranges[i], task_size, pool);
+    } catch (...) {
+      std::promise<std::size_t> failed;
+      failed.set_exception(std::current_exception());
+      futures[i] = failed.get_future();
     }
   }
   return futures;

@@ -48,14 +48,26 @@ struct BatchRun {
                                                std::optional<std::size_t> coalesce_max_gap,
                                                std::size_t task_size);
 
+/// @brief One piece of a merged span read in place: `size` bytes into `dst` (a member's host
+/// destination, or for a gap the same throwaway buffer each time).
+struct SpanPiece {
+  std::byte* dst;
+  std::size_t size;
+};
+
 /// @brief How the handles' side reads: one range by itself (its pread(), which splits it into
 /// `task_size` pieces on `pool`), and a merged span into host memory on the calling thread (a
-/// task of the batch's pool).
+/// task of the batch's pool). A side that can scatter a span as it reads it (local files:
+/// preadv) gives `read_pieces` too, which host-memory runs then use instead of a scratch
+/// buffer and a copy.
 struct BatchReaders {
   std::function<std::future<std::size_t>(BatchRange const& r, std::size_t task_size, ThreadPool*)>
     read_one;
   std::function<void(std::size_t source, void* host, std::size_t size, std::size_t file_offset)>
     read_span;
+  std::function<void(
+    std::size_t source, std::span<SpanPiece const> pieces, std::size_t file_offset)>
+    read_pieces{};
 };
 
 /**
