@@ -111,6 +111,19 @@ TEST(BatchPlan, SourcesAndContextsStayApartAndOffsetsSortWithinAGroup)
   EXPECT_EQ(members(plan_batch(ranges, 80, 1 << 20)), (Members{{2, 4, 0}, {1}, {3}}));
 }
 
+TEST(BatchPlan, MergedSpansShareTheBatchAmongThePoolsThreads)
+{
+  kvikio::ThreadPool four{4};
+  std::vector const big{at(0, 2 << 20), at(3 << 20, 2 << 20)};  // 4 MiB in all
+  EXPECT_EQ(kvikio::detail::merge_limit(big, 16 << 20, four), std::size_t{1} << 20);
+  EXPECT_EQ(kvikio::detail::merge_limit(big, 512 << 10, four), std::size_t{512} << 10);
+  std::vector const small{at(0, 1000), at(2000, 1000)};
+  EXPECT_EQ(kvikio::detail::merge_limit(small, 16 << 20, four), kvikio::detail::min_merge_limit);
+  EXPECT_EQ(kvikio::detail::merge_limit(small, 4096, four), 4096U);
+  kvikio::ThreadPool one{1};
+  EXPECT_EQ(kvikio::detail::merge_limit(big, 16 << 20, one), std::size_t{4} << 20);
+}
+
 // --- local files ------------------------------------------------------------------------------
 
 // A destination of `size` bytes with poisoned guards, in host or device memory.

@@ -110,6 +110,17 @@ void read_in_place(std::span<BatchRange const> ranges,
 
 }  // namespace
 
+std::size_t merge_limit(std::span<BatchRange const> ranges, std::size_t task_size, ThreadPool& pool)
+{
+  std::size_t total = 0;
+  for (auto const& r : ranges) {
+    total += r.range.size;
+  }
+  std::size_t const threads = std::max(1U, pool.get_thread_count());
+  std::size_t const share   = (total + threads - 1) / threads;
+  return std::clamp(share, std::min(min_merge_limit, task_size), task_size);
+}
+
 CUcontext batch_destination(void* buf, std::size_t size, char const* what, std::size_t index)
 {
   if (size == 0) { return nullptr; }
@@ -180,7 +191,8 @@ std::vector<std::future<std::size_t>> run_batch(std::span<BatchRange const> rang
   for (std::size_t i = 0; i < ranges.size(); ++i) {
     if (ranges[i].range.size == 0) { futures[i] = make_ready_future<std::size_t>(0); }
   }
-  auto const runs = plan_batch(ranges, options.coalesce_max_gap, task_size);
+  auto const runs =
+    plan_batch(ranges, options.coalesce_max_gap, merge_limit(ranges, task_size, *pool));
 
   // What every merged task shares: the ranges (copied: the caller's span may go once this
   // returns) and the handles' span reader (which holds their leases).

@@ -55,6 +55,19 @@ struct SpanPiece {
   std::size_t size;
 };
 
+/// @brief The smallest merge_limit(): below it a transfer's own cost (a request, a syscall)
+/// outweighs what spreading the bytes over more threads gains.
+inline constexpr std::size_t min_merge_limit = 256 << 10;
+
+/**
+ * @brief The largest merged span of a batch: its bytes spread over `pool`'s threads (so that a
+ * batch that merges still keeps every thread busy: merging a row group's ranges into one span
+ * would leave one thread to read it all), at least min_merge_limit, at most `task_size`.
+ */
+[[nodiscard]] std::size_t merge_limit(std::span<BatchRange const> ranges,
+                                      std::size_t task_size,
+                                      ThreadPool& pool);
+
 /// @brief How the handles' side reads: one range by itself (its pread(), which splits it into
 /// `task_size` pieces on `pool`), and a merged span into host memory on the calling thread (a
 /// task of the batch's pool). A side that can scatter a span as it reads it (local files:
@@ -71,11 +84,11 @@ struct BatchReaders {
 };
 
 /**
- * @brief Runs a batch: plans it and starts every transfer, and returns one future per range in
- * `ranges`' order. A merged span is read into a scratch buffer (pinned for a device
- * destination) and each member's bytes copied out of it; gap bytes go nowhere. The ranges must
- * be valid already (the caller checks them): once this is called, a failure reaches only the
- * futures of the ranges it concerns.
+ * @brief Runs a batch: plans it (merged spans at most merge_limit()) and starts every transfer,
+ * and returns one future per range in `ranges`' order. A merged span is read into a scratch buffer
+ * (pinned for a device destination) and each member's bytes copied out of it; gap bytes go nowhere.
+ * The ranges must be valid already (the caller checks them): once this is called, a failure reaches
+ * only the futures of the ranges it concerns.
  * @throws std::invalid_argument if `options.task_size` is 0 (before anything starts).
  */
 [[nodiscard]] std::vector<std::future<std::size_t>> run_batch(std::span<BatchRange const> ranges,
