@@ -14,6 +14,8 @@
 #   multi-R1-32 MULTI_POLL, one reactor, 32 in flight (KVIKIO_REMOTE_MAX_CONNECTIONS for ours,
 #               KVIKIO_REMOTE_IO_MAX_CONCURRENT_REQUESTS for upstream)
 #   multi-R4    MULTI_POLL, four reactors (multi-R<N>: N reactors)
+# The plain way of one reactor (library "plain", variant multi-R1 only): one thread of libcurl's
+# multi interface with all 32 transfers in flight, no I/O library (reader_workload's plain/ label).
 # BEFORE=<dir> adds another build of this project (its reader_workload binary and lib/ in that
 # folder) as library "before". SIZES (65536,1048576,8388608), MEMS (host device), VARIANTS.
 # Output: $OUT/remote-reader.log, and its table (ci/remote-reader-table.py) in remote-reader.md.
@@ -37,13 +39,13 @@ cat "$work/www/obj.bin" >/dev/null
 start_loopback_nginx "$work" 18091
 sleep 1
 
-libs=(upstream ours)
-[[ -n ${BEFORE:-} ]] && libs=(upstream before ours)
+libs=(upstream ours plain)
+[[ -n ${BEFORE:-} ]] && libs=(upstream before ours plain)
 binary_of() {
   case $1 in
     upstream) echo "$cmp/upstream/bin/reader_workload" ;;
     before) echo "$BEFORE/reader_workload" ;;
-    ours) echo "$cmp/ours/reader_workload" ;;
+    ours | plain) echo "$cmp/ours/reader_workload" ;;
   esac
 }
 # settings_of <library> <variant>: the environment of that variant for that library.
@@ -71,6 +73,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     for mem in ${MEMS:-host device}; do
       for variant in ${VARIANTS:-easy-8 multi-R1 multi-R1-32 multi-R4}; do
         for lib in "${order[@]}"; do
+          [[ $lib == plain && $variant != multi-R1 ]] && continue
           label="$lib/$variant"
           lib_path=
           [[ $lib == before ]] && lib_path=$BEFORE/lib

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The rows of a remote-reader-bench.sh log as a Markdown table: per memory, size and variant,
-each library's median reads/s over the rounds, ours against upstream (and against "before" when
-the log has it), and each library's CPU seconds per GB read (the process's user + system time,
-start-up and checks included, over the bytes its reads moved) and peak resident memory (each size
-runs in its own process).
+each library's median reads/s over the rounds, ours against upstream (against "before" when the
+log has it, and against the plain way where it ran), and each library's CPU seconds per GB read
+(the process's user + system time, start-up and checks included, over the bytes its reads moved)
+and peak resident memory (each size runs in its own process).
 
 Usage: remote-reader-table.py remote-reader.log
 """
@@ -48,12 +48,15 @@ def main():
                 if rate:
                     gigabytes = rate * SECONDS * int(size) / 1e9
                     cpu[(lib, key)].append((float(user) + float(system)) / gigabytes)
-    libs = [lib for lib in ("upstream", "before", "ours") if any(k[0] == lib for k in rates)]
+    libs = [lib for lib in ("upstream", "before", "ours", "plain")
+            if any(k[0] == lib for k in rates)]
     keys = sorted({k for (_, k) in rates}, key=lambda k: (k[0], k[1], k[2]))
     head = ["memory", "size", "variant"]
     head += [f"{lib} reads/s" for lib in libs] + ["ours GB/s", "ours / upstream"]
     if "before" in libs:
         head.append("ours / before")
+    if "plain" in libs:
+        head.append("ours / plain")
     head += [f"{lib} CPU s/GB" for lib in libs]
     head += [f"{lib} peak RSS MiB" for lib in libs]
     print("| " + " | ".join(head) + " |")
@@ -68,6 +71,8 @@ def main():
         row.append(f"**{med['ours'] / med['upstream']:.2f}**" if "upstream" in med else "-")
         if "before" in libs:
             row.append(f"{med['ours'] / med['before']:.2f}" if "before" in med else "-")
+        if "plain" in libs:
+            row.append(f"**{med['ours'] / med['plain']:.2f}**" if "plain" in med else "-")
         for lib in libs:
             c = cpu.get((lib, key))
             row.append(f"{statistics.median(c):.3f}" if c else "-")

@@ -47,8 +47,9 @@ upstream_flags=(-I "$released/libkvikio/include" -I "$released/rapids_logger/inc
   -Wl,-rpath,/tmp/upstream/libkvikio/lib64:/tmp/upstream/rapids_logger/lib64)
 # Both libraries read remote objects (reader_workload.hpp's READER_URL).
 bench_defs=(-DKVIKIO_BENCH_REMOTE)
-# reader_workload calls the driver API itself (the stub to link; the driver at run time).
-driver=(-L "$cuda/lib64/stubs" -lcuda)
+# reader_workload calls the driver API itself (the stub to link; the driver at run time), and
+# libcurl for its plain way of one reactor.
+driver=(-L "$cuda/lib64/stubs" -lcuda -lcurl)
 for source in "$src/pread_bench.cpp" "$src/remote_bench.cpp" \
   cpp/benchmarks/upstream/defaults_read.cpp cpp/benchmarks/upstream/reader_workload.cpp \
   cpp/benchmarks/upstream/whole_file.cpp cpp/benchmarks/upstream/read_async_bench.cpp \

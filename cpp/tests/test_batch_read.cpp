@@ -338,13 +338,22 @@ TEST(LocalBatchErrors, BadRequestsFailTheCallBeforeAnythingIsRead)
                  {.coalesce_max_gap = 1000, .task_size = 0});
   kvikio::FileHandle closed{path, "r"};
   closed.close();
-  EXPECT_THROW((void)kvikio::file_batch_read(std::vector<kvikio::FileReadRequest>{
-                 {&f, good.ptr(), 100, 0}, {&closed, bad.ptr(), 100, 0}}),
-               std::runtime_error);
+  try {
+    (void)kvikio::file_batch_read(
+      std::vector<kvikio::FileReadRequest>{{&f, good.ptr(), 100, 0}, {&closed, bad.ptr(), 100, 0}});
+    ADD_FAILURE() << "no error for a closed handle";
+  } catch (std::runtime_error const& e) {
+    EXPECT_NE(std::string{e.what()}.find("file_batch_read request 1: the file handle is closed"),
+              std::string::npos)
+      << e.what();
+  }
   good.expect_untouched("after a closed handle");
-  // Empty requests are ready at once, a null buffer allowed.
-  auto futures = kvikio::file_batch_read(std::vector<kvikio::FileReadRequest>{{&f, nullptr, 0, 0}});
+  // Empty requests are ready at once, a null buffer and an offset past the end allowed (as
+  // pread() of 0 bytes).
+  auto futures = kvikio::file_batch_read(
+    std::vector<kvikio::FileReadRequest>{{&f, nullptr, 0, 0}, {&f, nullptr, 0, 1 << 20}});
   EXPECT_EQ(futures.at(0).get(), 0U);
+  EXPECT_EQ(futures.at(1).get(), 0U);
 }
 
 // --- remote objects -------------------------------------------------------------------------

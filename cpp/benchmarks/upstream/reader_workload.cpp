@@ -11,6 +11,11 @@
  * With READER_URL set, the reads go to that object through RemoteHandle (its transport as
  * KVIKIO_REMOTE_BACKEND says) and <file> is a local copy of its bytes, for the checks.
  *
+ * With a label "plain/<variant>" and READER_URL set, no library call reads either: one thread
+ * of libcurl's multi interface keeps <callers> x <in_flight> ranged GETs in flight (an easy handle
+ * each, reused; host memory written by the write callback, device memory through a pinned buffer
+ * per transfer copied with cuMemcpyHtoD once it arrived): the plain way of one reactor.
+ *
  * With the label `plain`, no library call reads: <pool threads> threads (at least one) of the
  * plain way instead, into <callers> x <in_flight> destinations taken in turn, each read by
  * pread(2) (into a pinned buffer of the thread's and, for device memory, copied with one
@@ -19,6 +24,9 @@
  * library is to beat and, for host memory, what the page cache gives that many threads.
  */
 #include <cuda.h>
+#ifdef KVIKIO_BENCH_REMOTE
+#include <curl/curl.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -141,6 +149,121 @@ kvikio::bench::ThroughputResult plain_throughput(kvikio::bench::ReadTarget const
   return {done.load(), took};
 }
 
+#ifdef KVIKIO_BENCH_REMOTE
+// The plain way of one reactor: one thread, `transfers` ranged GETs of `size` bytes at random
+// unaligned offsets of `url` in flight through libcurl's multi interface for `seconds`, each
+// into its own destination (device memory: through its pinned buffer, copied on arrival). The
+// last bytes of each destination are checked against pread(2).
+kvikio::bench::ThroughputResult plain_multi_throughput(std::string const& url,
+                                                       kvikio::bench::ReadTarget const& target,
+                                                       kvikio::bench::WorkloadMemory const& memory,
+                                                       bool device,
+                                                       std::size_t size,
+                                                       std::size_t transfers,
+                                                       double seconds)
+{
+  struct Transfer {
+    CURL* easy{nullptr};
+    char* dst{nullptr};
+    char* landing{nullptr};  // where the body goes: dst, or a pinned buffer for device memory
+    std::size_t size{0};
+    std::size_t got{0};
+    std::size_t offset{0};
+    std::size_t last{0};  // the offset of the last transfer that arrived whole
+    std::string range;
+    bool written{false};
+  };
+  std::size_t const file_size = target.size();
+  auto* const base            = static_cast<char*>(memory.alloc(transfers * size));
+  std::vector<Transfer> all(transfers);
+  CURLM* const multi = curl_multi_init();
+  std::mt19937_64 rng{7};
+  auto const write = +[](char* data, std::size_t n, std::size_t m, void* self) -> std::size_t {
+    auto& t             = *static_cast<Transfer*>(self);
+    std::size_t const k = n * m;
+    if (t.got + k > t.size) { return 0; }  // more than the range: the transfer fails
+    std::memcpy(t.landing + t.got, data, k);
+    t.got += k;
+    return k;
+  };
+  auto const start_one = [&](Transfer& t) {
+    t.offset = rng() % (file_size - size);
+    t.got    = 0;
+    t.range  = std::to_string(t.offset) + "-" + std::to_string(t.offset + size - 1);
+    curl_easy_setopt(t.easy, CURLOPT_RANGE, t.range.c_str());
+    curl_multi_add_handle(multi, t.easy);
+  };
+  for (std::size_t i = 0; i < transfers; ++i) {
+    auto& t = all[i];
+    t.dst   = base + i * size;
+    t.size  = size;
+    if (device) {
+      void* pinned = nullptr;
+      check(cuMemHostAlloc(&pinned, size, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
+      t.landing = static_cast<char*>(pinned);
+    } else {
+      t.landing = t.dst;
+    }
+    t.easy = curl_easy_init();
+    curl_easy_setopt(t.easy, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(t.easy, CURLOPT_WRITEFUNCTION, write);
+    curl_easy_setopt(t.easy, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(t.easy, CURLOPT_PRIVATE, &t);
+    start_one(t);
+  }
+  std::size_t done = 0;
+  auto const begin = std::chrono::steady_clock::now();
+  auto const until = begin + std::chrono::duration<double>(seconds);
+  std::string failed;
+  int running = 0;
+  while (failed.empty() && std::chrono::steady_clock::now() < until) {
+    curl_multi_perform(multi, &running);
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+      if (msg->msg != CURLMSG_DONE) { continue; }
+      Transfer* t = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+      curl_multi_remove_handle(multi, t->easy);
+      if (msg->data.result != CURLE_OK || t->got != size) {
+        failed = "plain multi: a transfer failed or came short";
+        break;
+      }
+      if (device) {
+        check(cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(t->dst), t->landing, size),
+              "cuMemcpyHtoD");
+      }
+      t->written = true;
+      t->last    = t->offset;
+      ++done;
+      start_one(*t);
+    }
+    curl_multi_poll(multi, nullptr, 0, 100, nullptr);
+  }
+  double const took =
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  for (auto& t : all) {
+    curl_multi_remove_handle(multi, t.easy);
+    curl_easy_cleanup(t.easy);
+    if (device) { (void)cuMemFreeHost(t.landing); }
+  }
+  curl_multi_cleanup(multi);
+  try {
+    if (!failed.empty()) { throw std::runtime_error(failed); }
+    for (auto const& t : all) {
+      // A transfer cut off at the end may have overwritten part of what its last one left.
+      if (t.written && (device || t.got == 0)) {
+        kvikio::bench::detail::check_bytes(target.reference_fd(), memory, t.dst, size, t.last);
+      }
+    }
+  } catch (...) {
+    memory.release(base);
+    throw;
+  }
+  memory.release(base);
+  return {done, took};
+}
+#endif
+
 // One thread, `reads` plain_read() of `size` bytes (after a tenth as many unmeasured).
 kvikio::bench::LatencyResult plain_latency(kvikio::bench::ReadTarget const& target,
                                            kvikio::bench::WorkloadMemory const& memory,
@@ -231,6 +354,25 @@ int main(int argc, char** argv)
     char const* const mem = device ? "device" : "host";
     char const* const url = std::getenv("READER_URL");
     kvikio::bench::ReadTarget target{path, url != nullptr ? url : ""};
+#ifdef KVIKIO_BENCH_REMOTE
+    if (label.rfind("plain/", 0) == 0 && url != nullptr) {
+      for (std::size_t const size : sizes) {
+        auto const r = plain_multi_throughput(
+          url, target, memory, device, size, std::size_t{callers} * in_fl, seconds);
+        std::printf("%s random %s %zu c%ux%u pool%u: %.0f reads/s %.2f GB/s\n",
+                    label.c_str(),
+                    mem,
+                    size,
+                    callers,
+                    in_fl,
+                    pool,
+                    r.reads_per_second(),
+                    r.reads_per_second() * static_cast<double>(size) / 1e9);
+        std::fflush(stdout);
+      }
+      return 0;
+    }
+#endif
     if (label == "plain") {
       unsigned const threads = pool > 0 ? pool : 1;
       for (std::size_t const size : sizes) {

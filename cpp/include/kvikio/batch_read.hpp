@@ -15,8 +15,9 @@
  * same CUDA context) whose gap is at most `coalesce_max_gap` are read as one transfer while the
  * merged span fits in `task_size` and in the batch's share of each pool thread (its bytes over
  * the pool's threads, at least 256 KiB: a batch that merges still keeps every thread busy); the
- * gap's bytes are read and dropped, never written to any destination. A range larger than `task_size` is read in pieces of `task_size`, as pread()
- * reads it. A failed transfer fails exactly the ranges it served.
+ * gap's bytes are read and dropped, never written to any destination. A range larger than
+ * `task_size` is read in pieces of `task_size`, as pread() reads it. A failed transfer fails
+ * exactly the ranges it served.
  */
 
 #include <cstddef>

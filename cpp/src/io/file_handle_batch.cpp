@@ -13,7 +13,6 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -51,7 +50,14 @@ void read_pieces(int fd, std::span<detail::SpanPiece const> pieces, std::size_t 
     ssize_t const n = ::preadv(
       fd, iov.data(), static_cast<int>(iov.size()), static_cast<off_t>(file_offset + done));
     if (n < 0 && errno == EINTR) { continue; }
-    if (n < 0) { throw std::system_error(errno, std::generic_category(), "POSIX error on preadv"); }
+    if (n < 0) {
+      detail::throw_system_error(errno,
+                                 __FILE__,
+                                 __LINE__,
+                                 "preadv(fd " + std::to_string(fd) + ", " +
+                                   std::to_string(total - done) + " bytes at offset " +
+                                   std::to_string(file_offset + done) + ") failed");
+    }
     if (n == 0) { detail::throw_read_past_end(fd, total - done, file_offset + done); }
     done += static_cast<std::size_t>(n);
     for (auto left = static_cast<std::size_t>(n); left > 0;) {
@@ -91,14 +97,15 @@ std::vector<std::future<std::size_t>> file_batch_read(std::span<FileReadRequest 
     detail::LocalFile file;
   };
   std::vector<Source> sources;
-  auto const source_of = detail::source_indices(requests, what, [&](FileHandle& h) {
-    auto lease = h.enter(what);
-    h.check_allowed(FileHandle::Direction::read);
-    sources.push_back({&h,
-                       std::move(lease),
-                       h.state_.get(),
-                       h.local_file(FileHandle::Direction::read, pool_threads)});
-  });
+  auto const source_of =
+    detail::source_indices(requests, what, [&](FileHandle& h, char const* which) {
+      auto lease = h.enter(which);
+      h.check_allowed(FileHandle::Direction::read);
+      sources.push_back({&h,
+                         std::move(lease),
+                         h.state_.get(),
+                         h.local_file(FileHandle::Direction::read, pool_threads)});
+    });
   std::vector<detail::BatchRange> ranges;
   ranges.reserve(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -107,7 +114,7 @@ std::vector<std::future<std::size_t>> file_batch_read(std::span<FileReadRequest 
     std::string const which = std::string{what} + " request " + std::to_string(i);
     h.check_range(q.buf, q.size, q.file_offset, which.c_str());
     auto const& source = sources[source_of[i]];
-    if (q.file_offset + q.size > source.state->nbytes.load()) {
+    if (q.size > 0 && q.file_offset + q.size > source.state->nbytes.load()) {
       // The file may have grown since the handle last looked.
       std::size_t const now = get_file_size(source.file.fd);
       KVIKIO_EXPECT(q.file_offset + q.size <= now,

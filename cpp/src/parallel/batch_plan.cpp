@@ -48,13 +48,16 @@ class Scratch {
   {
     if (size <= pool.buffer_size()) {
       auto buffer = pool.part_pool_for(size).get();
-      data_       = static_cast<std::byte*>(buffer.get());
-      held_       = std::make_shared<typename Pool::Buffer>(std::move(buffer));
-    } else {
-      auto heap = std::make_unique_for_overwrite<std::byte[]>(size);
-      data_     = heap.get();
-      held_     = std::shared_ptr<std::byte[]>(std::move(heap));
+      // The size setting may change between the check and get(): the buffer is checked itself.
+      if (buffer.size() >= size) {
+        data_ = static_cast<std::byte*>(buffer.get());
+        held_ = std::make_shared<typename Pool::Buffer>(std::move(buffer));
+        return;
+      }
     }
+    auto heap = std::make_unique_for_overwrite<std::byte[]>(size);
+    data_     = heap.get();
+    held_     = std::shared_ptr<std::byte[]>(std::move(heap));
   }
   std::byte* data_{nullptr};
   std::shared_ptr<void> held_;
@@ -74,10 +77,18 @@ void scatter(std::span<BatchRange const> ranges, BatchRun const& run, std::byte 
   PushAndPopContext const pushed{context};
   CUstream const stream = stream_for_this_thread(context);
   auto& api             = cudaAPI::instance();
-  for (auto const i : run.members) {
-    auto const& r = ranges[i].range;
-    KVIKIO_CUDA_DRIVER_TRY(api.MemcpyHtoDAsync(
-      convert_void2deviceptr(r.buf), scratch + (r.file_offset - run.file_offset), r.size, stream));
+  try {
+    for (auto const i : run.members) {
+      auto const& r = ranges[i].range;
+      KVIKIO_CUDA_DRIVER_TRY(api.MemcpyHtoDAsync(convert_void2deviceptr(r.buf),
+                                                 scratch + (r.file_offset - run.file_offset),
+                                                 r.size,
+                                                 stream));
+    }
+  } catch (...) {
+    // The copies already enqueued end before the futures fail and the scratch is reused.
+    (void)api.StreamSynchronize(stream);
+    throw;
   }
   KVIKIO_CUDA_DRIVER_TRY(api.StreamSynchronize(stream));
 }
@@ -125,7 +136,7 @@ CUcontext batch_destination(void* buf, std::size_t size, char const* what, std::
 {
   if (size == 0) { return nullptr; }
   KVIKIO_EXPECT(buf != nullptr,
-                std::string{what} + ": range " + std::to_string(index) + " has a null buffer",
+                std::string{what} + ": request " + std::to_string(index) + " has a null buffer",
                 std::invalid_argument);
   return is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
 }
@@ -202,39 +213,48 @@ std::vector<std::future<std::size_t>> run_batch(std::span<BatchRange const> rang
   };
   std::shared_ptr<Shared> shared;
 
-  // Merged runs go to the pool first, then the ranges read alone start: a pread that runs on
-  // the caller (a small local one) then overlaps the pool's work instead of delaying it.
+  // Everything the merged tasks need is made before the first one starts: a failure to allocate
+  // then throws with nothing started. Then the merged runs go to the pool, and then the ranges
+  // read alone start: a pread that runs on the caller (a small local one) overlaps the pool's
+  // work instead of delaying it.
+  struct Merged {
+    BatchRun const* run;
+    std::shared_ptr<std::vector<std::promise<std::size_t>>> promises;
+  };
+  std::vector<Merged> merged;
   for (auto const& run : runs) {
     if (run.members.size() == 1) { continue; }
     if (shared == nullptr) {
       shared = std::make_shared<Shared>(
         Shared{std::vector<BatchRange>(ranges.begin(), ranges.end()), readers});
     }
-    auto promises = std::make_shared<std::vector<std::promise<std::size_t>>>(run.members.size());
+    merged.push_back(
+      {&run, std::make_shared<std::vector<std::promise<std::size_t>>>(run.members.size())});
     for (std::size_t m = 0; m < run.members.size(); ++m) {
-      futures[run.members[m]] = (*promises)[m].get_future();
+      futures[run.members[m]] = (*merged.back().promises)[m].get_future();
     }
-    auto task = [shared, promises, run] {
-      try {
-        auto const& first = shared->ranges[run.members.front()];
-        if (first.context == nullptr && shared->readers.read_pieces) {
-          read_in_place(shared->ranges, run, shared->readers);
-        } else {
-          Scratch const scratch{first.context, run.size};
-          shared->readers.read_span(first.source, scratch.data(), run.size, run.file_offset);
-          scatter(shared->ranges, run, scratch.data());
-        }
-        for (std::size_t m = 0; m < run.members.size(); ++m) {
-          (*promises)[m].set_value(shared->ranges[run.members[m]].range.size);
-        }
-      } catch (...) {
-        for (auto& p : *promises) {
-          p.set_exception(std::current_exception());
-        }
-      }
-    };
+  }
+  for (auto const& [run, promises] : merged) {
     try {
-      pool->detach_task(std::move(task));
+      pool->detach_task([shared, promises, run = *run] {
+        try {
+          auto const& first = shared->ranges[run.members.front()];
+          if (first.context == nullptr && shared->readers.read_pieces) {
+            read_in_place(shared->ranges, run, shared->readers);
+          } else {
+            Scratch const scratch{first.context, run.size};
+            shared->readers.read_span(first.source, scratch.data(), run.size, run.file_offset);
+            scatter(shared->ranges, run, scratch.data());
+          }
+          for (std::size_t m = 0; m < run.members.size(); ++m) {
+            (*promises)[m].set_value(shared->ranges[run.members[m]].range.size);
+          }
+        } catch (...) {
+          for (auto& p : *promises) {
+            p.set_exception(std::current_exception());
+          }
+        }
+      });
     } catch (...) {
       for (auto& p : *promises) {
         p.set_exception(std::current_exception());

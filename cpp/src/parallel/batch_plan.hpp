@@ -117,8 +117,9 @@ template <typename Request, typename Handle>
 
 /**
  * @brief For each request, the index of its handle among the batch's distinct handles, in order
- * of first appearance; `first_seen(handle)` is called once for each, in that order (it takes
- * the handle's lease and state).
+ * of first appearance; `first_seen(handle, which)` is called once for each, in that order,
+ * `which` naming the request that brought it ("<what> request <i>", for its errors): it takes the
+ * handle's lease and state.
  * @throws std::invalid_argument naming `what` and the request's index for a null handle.
  */
 template <typename Request, typename FirstSeen>
@@ -135,7 +136,10 @@ template <typename Request, typename FirstSeen>
                   std::string{what} + ": request " + std::to_string(i) + " has a null handle",
                   std::invalid_argument);
     auto const [at, added] = index_of.try_emplace(handle, index_of.size());
-    if (added) { first_seen(*handle); }
+    if (added) {
+      std::string const which = std::string{what} + " request " + std::to_string(i);
+      first_seen(*handle, which.c_str());
+    }
     out.push_back(at->second);
   }
   return out;

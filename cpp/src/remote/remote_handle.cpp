@@ -370,10 +370,11 @@ std::vector<std::future<std::size_t>> remote_batch_read(std::span<RemoteReadRequ
     RemoteBackendType backend;
   };
   std::vector<Source> sources;
-  auto const source_of = detail::source_indices(requests, what, [&](RemoteHandle& h) {
-    auto lease = h.enter(what);
-    sources.push_back({&h, std::move(lease), h.endpoint_.get(), h.served_size_, h.backend()});
-  });
+  auto const source_of =
+    detail::source_indices(requests, what, [&](RemoteHandle& h, char const* which) {
+      auto lease = h.enter(which);
+      sources.push_back({&h, std::move(lease), h.endpoint_.get(), h.served_size_, h.backend()});
+    });
   std::vector<detail::BatchRange> ranges;
   ranges.reserve(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) {

@@ -28,11 +28,12 @@ def _run(call, what: str, kind: type, requests: Iterable[tuple], coalesce_max_ga
         if not isinstance(file, kind):
             raise TypeError(f"{what}: request {i} names a {type(file).__name__}, not a "
                             f"{kind.__name__}")
+        which = f"{what} request {i}"
         b = as_buffer(buf, writable=True)
         handles.append(file._handle)
         bufs.append(b.ptr)
-        sizes.append(size_of(b, rest[0] if rest else None, what))
-        offsets.append(unsigned(what, "file_offset", rest[1] if len(rest) > 1 else 0))
+        sizes.append(size_of(b, rest[0] if rest else None, which))
+        offsets.append(unsigned(which, "file_offset", rest[1] if len(rest) > 1 else 0))
         keep.append(b)
     gap = None if coalesce_max_gap is None else unsigned(what, "coalesce_max_gap",
                                                           coalesce_max_gap)
