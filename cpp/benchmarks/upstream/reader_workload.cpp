@@ -298,6 +298,27 @@ kvikio::bench::LatencyResult plain_latency(kvikio::bench::ReadTarget const& targ
   return kvikio::bench::detail::percentiles(us);
 }
 
+// The line of one size's throughput, as ci/reader-table.py and ci/remote-reader-table.py read it.
+void print_rate(std::string const& label,
+                char const* mem,
+                std::size_t size,
+                unsigned callers,
+                unsigned in_flight,
+                unsigned pool,
+                kvikio::bench::ThroughputResult const& r)
+{
+  std::printf("%s random %s %zu c%ux%u pool%u: %.0f reads/s %.2f GB/s\n",
+              label.c_str(),
+              mem,
+              size,
+              callers,
+              in_flight,
+              pool,
+              r.reads_per_second(),
+              r.reads_per_second() * static_cast<double>(size) / 1e9);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -357,18 +378,14 @@ int main(int argc, char** argv)
 #ifdef KVIKIO_BENCH_REMOTE
     if (label.rfind("plain/", 0) == 0 && url != nullptr) {
       for (std::size_t const size : sizes) {
-        auto const r = plain_multi_throughput(
-          url, target, memory, device, size, std::size_t{callers} * in_fl, seconds);
-        std::printf("%s random %s %zu c%ux%u pool%u: %.0f reads/s %.2f GB/s\n",
-                    label.c_str(),
-                    mem,
-                    size,
-                    callers,
-                    in_fl,
-                    pool,
-                    r.reads_per_second(),
-                    r.reads_per_second() * static_cast<double>(size) / 1e9);
-        std::fflush(stdout);
+        print_rate(label,
+                   mem,
+                   size,
+                   callers,
+                   in_fl,
+                   pool,
+                   plain_multi_throughput(
+                     url, target, memory, device, size, std::size_t{callers} * in_fl, seconds));
       }
       return 0;
     }
@@ -395,18 +412,14 @@ int main(int argc, char** argv)
       return 0;
     }
     for (std::size_t const size : sizes) {
-      auto const r =
-        kvikio::bench::reader_throughput(target, memory, size, callers, in_fl, seconds, 1);
-      std::printf("%s random %s %zu c%ux%u pool%u: %.0f reads/s %.2f GB/s\n",
-                  label.c_str(),
-                  mem,
-                  size,
-                  callers,
-                  in_fl,
-                  pool,
-                  r.reads_per_second(),
-                  r.reads_per_second() * static_cast<double>(size) / 1e9);
-      std::fflush(stdout);
+      print_rate(
+        label,
+        mem,
+        size,
+        callers,
+        in_fl,
+        pool,
+        kvikio::bench::reader_throughput(target, memory, size, callers, in_fl, seconds, 1));
     }
     for (std::size_t const size : lat_sizes) {
       auto const l = kvikio::bench::reader_latency(target, memory, size, reads, 2);
