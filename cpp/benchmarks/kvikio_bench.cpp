@@ -11,6 +11,8 @@
  *   kvikio_bench remote read --url U --backend easy,multi_poll --threads 1,4 --mem host|device
  *   kvikio_bench remote random --url U --reference F --backend easy,multi_poll --threads 8
  *                --reactors 1,4 --callers 4 --in-flight 8 --io-size 64KiB,1MiB --mem host|device
+ *   kvikio_bench parquet --file F [--url U] --modes serial,inflight,batch --gap 65536
+ *                --threads 8 --seconds 3 --mem host|device [--create --size 2GiB]
  */
 #include <CLI/CLI.hpp>
 
@@ -19,6 +21,7 @@
 #include "ipc_bench.hpp"
 #include "local_bench.hpp"
 #ifdef KVIKIO_BENCH_REMOTE
+#include "parquet_bench.hpp"
 #include "remote_bench.hpp"
 #endif
 
@@ -195,6 +198,37 @@ int main(int argc, char** argv)
     ->check(CLI::ExistingFile);
   add_reader_options(remote_cmd, remote.reader);
 #endif
+#ifdef KVIKIO_BENCH_REMOTE
+  kvikio::bench::ParquetOptions parquet;
+  auto* parquet_cmd = app.add_subcommand(
+    "parquet",
+    "a columnar reader's row groups: 18 ranges of 3 KB to 600 KB a few KB apart, read one pread "
+    "at a time (serial), all in flight (inflight), or as one batch read (batch)");
+  parquet_cmd->add_option("--file", parquet.file, "the file (and the bytes of --url's object)")
+    ->required();
+  parquet_cmd->add_option("--url", parquet.url, "read this object (the file's bytes) instead");
+  parquet_cmd->add_option("--size", parquet.size_text, "--create: the file's size")
+    ->default_val("2GiB");
+  parquet_cmd->add_flag("--create", parquet.create, "write the file with random bytes first");
+  parquet_cmd->add_option("--mem", parquet.mem, "host or device")
+    ->default_val("device")
+    ->check(CLI::IsMember({"host", "device"}));
+  parquet_cmd->add_option("--modes", parquet.modes, "serial, inflight, batch")
+    ->delimiter(',')
+    ->default_str("serial,inflight,batch")
+    ->check(CLI::IsMember({"serial", "inflight", "batch"}));
+  parquet_cmd->add_option("--gap", parquet.gap, "batch: coalesce_max_gap in bytes")
+    ->default_val(65536);
+  parquet_cmd->add_option("--seconds", parquet.seconds, "seconds per point")->default_val(3.0);
+  parquet_cmd->add_option("--callers", parquet.callers, "caller threads")
+    ->default_val(1)
+    ->check(CLI::PositiveNumber);
+  parquet_cmd->add_option("--threads", parquet.threads, "the pool's threads (0: the setting's)")
+    ->default_val(0);
+  parquet_cmd->add_option("--repeat", parquet.repeat, "rounds, each running every mode")
+    ->default_val(2)
+    ->check(CLI::PositiveNumber);
+#endif
   CLI11_PARSE(app, argc, argv);
   local.command.assign(argv, argv + argc);
 #ifdef KVIKIO_BENCH_REMOTE
@@ -203,6 +237,7 @@ int main(int argc, char** argv)
   try {
     if (ipc_cmd->parsed()) { return kvikio::bench::run_ipc(ipc_options); }
 #ifdef KVIKIO_BENCH_REMOTE
+    if (parquet_cmd->parsed()) { return kvikio::bench::run_parquet(parquet); }
     if (remote_cmd->parsed()) {
       if (remote.op_text == "random") {
         if (remote.reference.empty()) {

@@ -47,6 +47,11 @@ int run_local(LocalOptions const& options);
 /// Runs `kvikio_bench local random ...` (the reader's workload); returns the exit code.
 int run_local_random(LocalOptions const& options);
 
+struct WorkloadMemory;  // reader_workload.hpp
+
+/// Pinned host memory, or device memory of the current context, for the reader's workloads.
+WorkloadMemory memory_of(bool device);
+
 /// The file of `size` bytes at `path` exists (written with random bytes if it is shorter).
 void ensure_file(std::string const& path, std::size_t size);
 

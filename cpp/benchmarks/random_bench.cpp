@@ -40,31 +40,6 @@ double median(std::vector<double> v)
   return v[v.size() / 2];
 }
 
-WorkloadMemory memory_of(bool device)
-{
-  auto& api = cudaAPI::instance();
-  return {[device, &api](std::size_t n) {
-            CUdeviceptr d{};
-            void* h = nullptr;
-            if (device) {
-              KVIKIO_CUDA_DRIVER_TRY(api.MemAlloc(&d, n));
-              return reinterpret_cast<void*>(d);
-            }
-            KVIKIO_CUDA_DRIVER_TRY(api.MemHostAlloc(&h, n, CU_MEMHOSTALLOC_PORTABLE));
-            return h;
-          },
-          [device, &api](void* p) {
-            (void)(device ? api.MemFree(convert_void2deviceptr(p)) : api.MemFreeHost(p));
-          },
-          [device, &api](void* host, void const* mem, std::size_t n) {
-            if (!device) {
-              std::memcpy(host, mem, n);
-              return;
-            }
-            KVIKIO_CUDA_DRIVER_TRY(api.MemcpyDtoH(host, convert_void2deviceptr(mem), n));
-          }};
-}
-
 /// One way of reading measured at every point: its name, pool size in the JSON rows (0: none),
 /// and the settings it applies before each of its runs.
 struct Variant {
@@ -190,6 +165,31 @@ int run_sweep(Sweep const& s, std::vector<Variant> const& variants)
 }
 
 }  // namespace
+
+WorkloadMemory memory_of(bool device)
+{
+  auto& api = cudaAPI::instance();
+  return {[device, &api](std::size_t n) {
+            CUdeviceptr d{};
+            void* h = nullptr;
+            if (device) {
+              KVIKIO_CUDA_DRIVER_TRY(api.MemAlloc(&d, n));
+              return reinterpret_cast<void*>(d);
+            }
+            KVIKIO_CUDA_DRIVER_TRY(api.MemHostAlloc(&h, n, CU_MEMHOSTALLOC_PORTABLE));
+            return h;
+          },
+          [device, &api](void* p) {
+            (void)(device ? api.MemFree(convert_void2deviceptr(p)) : api.MemFreeHost(p));
+          },
+          [device, &api](void* host, void const* mem, std::size_t n) {
+            if (!device) {
+              std::memcpy(host, mem, n);
+              return;
+            }
+            KVIKIO_CUDA_DRIVER_TRY(api.MemcpyDtoH(host, convert_void2deviceptr(mem), n));
+          }};
+}
 
 int run_local_random(LocalOptions const& o)
 {

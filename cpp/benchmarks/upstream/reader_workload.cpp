@@ -45,6 +45,9 @@
 #include <kvikio/defaults.hpp>
 
 #include "../reader_workload.hpp"
+#include "driver_memory.hpp"
+
+using kvikio::bench::driver::check;
 
 namespace {
 
@@ -56,15 +59,6 @@ std::vector<std::size_t> sizes_of(std::string const& text)
     out.push_back(std::stoull(item));
   }
   return out;
-}
-
-void check(CUresult r, char const* what)
-{
-  if (r != CUDA_SUCCESS) {
-    char const* name = nullptr;
-    (void)cuGetErrorName(r, &name);
-    throw std::runtime_error(std::string{what} + ": " + (name != nullptr ? name : "?"));
-  }
 }
 
 // The plain way of one read: pread(2) into `staging` (pinned) and, for device memory, one copy
@@ -343,37 +337,10 @@ int main(int argc, char** argv)
     std::size_t const reads = argc > 10 ? std::stoull(argv[10]) : 2000;
     if (reads == 0) { throw std::invalid_argument("latency reads must be positive, got 0"); }
     if (pool > 0) { kvikio::defaults::set_thread_pool_nthreads(pool); }
-    // The driver API (not the runtime), so that the program also runs on the project's driver
-    // simulator.
-    check(cuInit(0), "cuInit");
-    CUdevice dev{};
-    CUcontext ctx{};
-    check(cuDeviceGet(&dev, 0), "cuDeviceGet");
-    check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-    check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
-    kvikio::bench::WorkloadMemory const memory{
-      [device](std::size_t n) {
-        CUdeviceptr d{};
-        void* h = nullptr;
-        if (device) {
-          check(cuMemAlloc(&d, n), "cuMemAlloc");
-          return reinterpret_cast<void*>(d);
-        }
-        check(cuMemHostAlloc(&h, n, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
-        return h;
-      },
-      [device](void* p) {
-        (void)(device ? cuMemFree(reinterpret_cast<CUdeviceptr>(p)) : cuMemFreeHost(p));
-      },
-      [device](void* host, void const* mem, std::size_t n) {
-        if (!device) {
-          std::memcpy(host, mem, n);
-          return;
-        }
-        check(cuMemcpyDtoH(host, reinterpret_cast<CUdeviceptr>(mem), n), "cuMemcpyDtoH");
-      }};
-    char const* const mem = device ? "device" : "host";
-    char const* const url = std::getenv("READER_URL");
+    CUcontext const ctx                        = kvikio::bench::driver::primary_context();
+    kvikio::bench::WorkloadMemory const memory = kvikio::bench::driver::memory(device);
+    char const* const mem                      = device ? "device" : "host";
+    char const* const url                      = std::getenv("READER_URL");
     kvikio::bench::ReadTarget target{path, url != nullptr ? url : ""};
 #ifdef KVIKIO_BENCH_REMOTE
     if (label.rfind("plain/", 0) == 0 && url != nullptr) {
