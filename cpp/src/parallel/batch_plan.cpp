@@ -234,9 +234,10 @@ std::vector<std::future<std::size_t>> run_batch(std::span<BatchRange const> rang
       futures[run.members[m]] = (*merged.back().promises)[m].get_future();
     }
   }
-  for (auto const& [run, promises] : merged) {
+  for (auto const& m : merged) {
+    auto const& promises = m.promises;
     try {
-      pool->detach_task([shared, promises, run = *run] {
+      pool->detach_task([shared, promises, run = *m.run] {
         try {
           auto const& first = shared->ranges[run.members.front()];
           if (first.context == nullptr && shared->readers.read_pieces) {
