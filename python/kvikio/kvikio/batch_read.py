@@ -48,9 +48,10 @@ def file_batch_read(requests: Iterable[tuple], *, coalesce_max_gap: int | None =
     :class:`~kvikio.CuFile`; ``size`` ``None``: all of ``buf``) and returns one
     :class:`~kvikio.IOFuture` per request, in order; each keeps its buffer alive.
 
-    Raises TypeError or ValueError for a malformed request, and ValueError for a range past the
-    end of its file or a ``task_size`` of 0 (before anything is read); RuntimeError for a closed
-    file. A read's own errors come from its future's ``get()``.
+    Raises TypeError or ValueError for a malformed request (naming its index), OverflowError for
+    a negative size or offset or one past the largest file offset, ValueError for a range past
+    the end of its file or a ``task_size`` of 0, RuntimeError for a closed file: all before
+    anything is read. A read's own errors come from its future's ``get()``.
 
     >>> futures = kvikio.file_batch_read([(f, a, 4096, 0), (f, b, 4096, 8192)],
     ...                                  coalesce_max_gap=4096)
