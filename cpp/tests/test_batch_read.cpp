@@ -309,6 +309,30 @@ TEST(LocalBatchTwoDevices, OneBatchIntoTwoContexts)
   }
 }
 
+TEST(LocalBatchLifetime, CloseWaitsForTheBatchsReads)
+{
+  kvikio::test::TempDir dir;
+  auto const content = kvikio::test::pattern(300000, 5);
+  kvikio::FileHandle f{write_file(dir, "a.bin", content), "r"};
+  kvikio::ThreadPool pool{2};
+  std::deque<Destination> dst;
+  auto const ranges = layout_ranges(dst, false);
+  auto futures      = f.batch_read(
+    ranges, BatchReadOptions{.coalesce_max_gap = 300, .task_size = 64 << 10, .thread_pool = &pool});
+  // Closing while the merged runs are queued or running waits for them: every range arrives
+  // whole and none fails for the close.
+  f.close();
+  EXPECT_TRUE(f.closed());
+  for (std::size_t i = 0; i < layout.size(); ++i) {
+    EXPECT_EQ(futures[i].get(), layout[i].size) << i;
+    auto const off = static_cast<std::ptrdiff_t>(layout[i].offset);
+    dst[i].expect(
+      {content.begin() + off, content.begin() + off + static_cast<std::ptrdiff_t>(layout[i].size)},
+      "range " + std::to_string(i));
+  }
+  EXPECT_THROW((void)f.batch_read(ranges), std::runtime_error);  // after the close
+}
+
 TEST(LocalBatchErrors, BadRequestsFailTheCallBeforeAnythingIsRead)
 {
   kvikio::test::TempDir dir;
