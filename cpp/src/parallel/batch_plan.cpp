@@ -143,7 +143,7 @@ CUcontext batch_destination(void* buf, std::size_t size, char const* what, std::
 
 std::vector<BatchRun> plan_batch(std::span<BatchRange const> ranges,
                                  std::optional<std::size_t> coalesce_max_gap,
-                                 std::size_t task_size)
+                                 std::size_t largest_span)
 {
   // Groups of (source, context) in order of first appearance; a batch has few of them.
   std::vector<std::vector<std::size_t>> groups;
@@ -176,7 +176,7 @@ std::vector<BatchRun> plan_batch(std::span<BatchRange const> ranges,
         auto const next_end = next.file_offset + next.size;
         bool const disjoint = next.file_offset >= run_end;
         bool const near     = disjoint && next.file_offset - run_end <= *coalesce_max_gap;
-        bool const fits     = next_end - run.file_offset <= task_size;
+        bool const fits     = next_end - run.file_offset <= largest_span;
         if (!(near && fits)) { break; }
         run.size = next_end - run.file_offset;
         run.members.push_back(group[i]);

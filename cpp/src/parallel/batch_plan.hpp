@@ -41,12 +41,13 @@ struct BatchRun {
  * @brief The transfers of a batch: ranges grouped by (source, context) in the order each group
  * first appears, each group walked by file offset; a range joins the run before it when
  * `coalesce_max_gap` is set, it starts at or after the run's end, the gap is at most
- * `coalesce_max_gap`, and the run would still fit in `task_size`. Overlapping and duplicate
- * ranges are never merged. Ranges of size 0 are in no run.
+ * `coalesce_max_gap`, and the run would still be at most `largest_span` bytes (run_batch passes
+ * merge_limit()). Overlapping and duplicate ranges are never merged. Ranges of size 0 are in no
+ * run.
  */
 [[nodiscard]] std::vector<BatchRun> plan_batch(std::span<BatchRange const> ranges,
                                                std::optional<std::size_t> coalesce_max_gap,
-                                               std::size_t task_size);
+                                               std::size_t largest_span);
 
 /// @brief One piece of a merged span read in place: `size` bytes into `dst` (a member's host
 /// destination, or for a gap the same throwaway buffer each time).
