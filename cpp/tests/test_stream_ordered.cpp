@@ -322,8 +322,9 @@ TEST_P(StreamOrdered, TinyStagingIsTheStreamsOwnAndFreedWhenIdle)
   EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 0U) << "an idle ring was not freed";
 }
 
-// Many calls back to back on one stream pin one ring (threads x bounce buffer size), not one
-// per call; a new shape (the bounce buffer size changed) takes over once the ring is idle.
+// Many calls back to back on one stream pin one ring (a piece per thread: threads x the smaller
+// of task size and bounce buffer size), not one per call; a new shape (either size changed)
+// takes over once the ring is idle.
 TEST_P(StreamOrdered, StagingIsOneRingPerStream)
 {
   (void)kvikio::detail::free_idle_staging();
@@ -343,6 +344,14 @@ TEST_P(StreamOrdered, StagingIsOneRingPerStream)
   EXPECT_EQ(again.check_bytes_done(), content_.size());
   EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 1U << 20);  // 4 threads x 256 KiB
   std::vector<std::uint8_t> back(content_.size());
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  EXPECT_EQ(back, content_);
+
+  kvikio::defaults::set_task_size(64 << 10);  // smaller than the bounce buffers: it sets the ring
+  KVIKIO_CUDA_DRIVER_TRY(api().MemsetD8(dev.ptr, 0xA5, content_.size()));
+  auto small = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
+  EXPECT_EQ(small.check_bytes_done(), content_.size());
+  EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 256U << 10);  // 4 threads x 64 KiB
   KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
   EXPECT_EQ(back, content_);
 }

@@ -214,12 +214,14 @@ void run_stream_ordered(StreamOrderedRange const& range,
     on_done(0, nullptr);
     return;
   }
-  // The stream's ring: the pinned budget of device pread (threads x bounce buffer size), in k
-  // slots. Big slots mean few driver operations per call; k of them keep reads and copies
-  // overlapped.
+  // The stream's ring: a piece in flight per worker (threads x the piece size, at most the bounce
+  // buffer size), in k slots. Every worker fills a piece at once; a larger ring reads no faster
+  // and its pinning is what the stream's first call waits for. Big slots mean few driver
+  // operations per call; k of them keep reads and copies overlapped.
   std::size_t const page      = get_page_size();
   std::size_t const k         = defaults::num_bounce_buffers();
-  std::size_t const budget    = range.threads * detail::staging_buffer_size();
+  std::size_t const budget =
+    range.threads * std::min(range.piece_size, detail::staging_buffer_size());
   std::size_t const slot_size = std::max(page, budget / k / page * page);
   std::size_t const num_slots = std::max<std::size_t>(1, std::min(k, budget / slot_size));
   auto op                     = std::make_shared<Operation>();
