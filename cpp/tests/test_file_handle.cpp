@@ -621,7 +621,7 @@ TEST(FileHandleThreads, HostReadsRunOnTheCallerWhileThePoolIsBacklogged)
   kvikio::defaults::set_task_size(task);
   auto& pool = kvikio::defaults::thread_pool();
   FileHandle f{path, "r+"};
-  bool const by_io_uring   = kvikio::detail::io_uring_selected(true, task, 1);
+  bool const by_io_uring   = kvikio::detail::io_uring_selected(true, task, 1, true);
   std::size_t const stride = 2 * task + 2 * guard;
   std::vector<std::uint8_t> bufs(4 * stride, poison);
   auto* const queued_dst = bufs.data();  // waits for the pool: no backlog yet
@@ -1133,6 +1133,56 @@ TEST_F(OnDevice, DeviceReadChunksAreSharedByThePoolThreads)
     }
     EXPECT_EQ(pool.bytes_on_loan(), 0U) << "a bounce buffer is still on loan";
   }
+}
+
+// While the pool is backlogged, a device read of more than one slot stages whole tasks (one
+// pread and one copy each: the pool's threads overlap one another) through POSIX under `auto`;
+// without a backlog, the settings' ring. The bytes of a read planned so land once, in place.
+TEST_F(OnDevice, DeviceReadsWhileThePoolIsBackloggedStageWholeTasks)
+{
+  kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::AUTO);
+  kvikio::defaults::set_thread_pool_nthreads(1);
+  kvikio::defaults::set_num_bounce_buffers(4);
+  std::size_t const task = 64 << 10;  // slots of 16 KiB
+  kvikio::defaults::set_task_size(task);
+  TempDir dir;
+  auto const path     = dir.file("f");
+  std::size_t const n = 3 * task + 4099;
+  auto const content  = pattern(n + 333, 37);
+  write_file(path, content);
+  FileHandle f{path, "r"};
+  auto& tp = kvikio::defaults::thread_pool();
+  kvikio::detail::LocalFile const file{.fd = f.fd(), .pool_threads = 1};
+  auto const idle = kvikio::detail::plan_local_transfer(true, false, n, task, 0, tp, file);
+  EXPECT_EQ(idle.strategy, kvikio::detail::LocalStrategy::shared_chunks);
+  EXPECT_FALSE(idle.chunks.has_value()) << "no backlog: the settings' ring";
+
+  kvikio::test::DeviceBuffer dev{n + 2 * guard};
+  std::vector<std::uint8_t> fill(n + 2 * guard, poison);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev.ptr, fill.data(), fill.size()));
+  auto* const dst = static_cast<char*>(dev.get()) + guard;
+  std::future<std::size_t> read;
+  {
+    kvikio::test::BusyPool busy;
+    ASSERT_TRUE(eventually([&] { return tp.get_tasks_running() == 1; }));
+    auto queued = tp.submit_task([] {});  // one queued task per thread: backlogged
+    ASSERT_TRUE(tp.is_backlogged());
+    auto const plan = kvikio::detail::plan_local_transfer(true, false, n, task, 0, tp, file);
+    EXPECT_EQ(plan.strategy, kvikio::detail::LocalStrategy::shared_chunks);
+    ASSERT_TRUE(plan.chunks.has_value());
+    EXPECT_EQ(*plan.chunks, (kvikio::detail::StagingRingShape{1, task}));
+    EXPECT_EQ(plan.mover_name(), "posix");
+    read = f.pread(dst, n, 333, task, 0);
+  }
+  ASSERT_EQ(read.get(), n);
+  std::vector<std::uint8_t> back(n + 2 * guard);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  EXPECT_EQ(0, std::memcmp(back.data() + guard, content.data() + 333, n));
+  for (std::size_t i = 0; i < guard; ++i) {
+    ASSERT_EQ(back[i], poison) << "written before the destination";
+    ASSERT_EQ(back[guard + n + i], poison) << "written after the destination";
+  }
+  EXPECT_EQ(kvikio::BounceBufferPool<>::instance().bytes_on_loan(), 0U);
 }
 
 }  // namespace

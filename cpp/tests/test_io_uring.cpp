@@ -266,7 +266,7 @@ TEST_F(IoUring, ARingRefusedForNowIsTriedAgain)
 }
 
 // `auto` reads through io_uring while the pool has at most half as many threads as there are
-// cores, and the read is more than one io_uring request; writes never.
+// cores and is not backlogged, and the read is more than one io_uring request; writes never.
 TEST_F(IoUring, AutoChoosesIoUringForLargeReadsOfSmallPools)
 {
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::AUTO);
@@ -279,6 +279,7 @@ TEST_F(IoUring, AutoChoosesIoUringForLargeReadsOfSmallPools)
   if (cores >= 2) {
     kvikio::defaults::set_thread_pool_nthreads(cores / 2);
     EXPECT_TRUE(kvikio::detail::io_uring_selected(true, large)) << cores / 2 << " of " << cores;
+    EXPECT_FALSE(kvikio::detail::io_uring_selected(true, large, cores / 2, true)) << "backlogged";
     EXPECT_FALSE(kvikio::detail::io_uring_selected(false, large));
     EXPECT_FALSE(kvikio::detail::io_uring_selected(true, piece)) << "one request";
     EXPECT_FALSE(kvikio::detail::io_uring_selected(true, 4096)) << "one small request";
@@ -286,6 +287,7 @@ TEST_F(IoUring, AutoChoosesIoUringForLargeReadsOfSmallPools)
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::IO_URING);  // asked: any size
   kvikio::defaults::set_thread_pool_nthreads(cores);
   EXPECT_TRUE(kvikio::detail::io_uring_selected(true, large));
+  EXPECT_TRUE(kvikio::detail::io_uring_selected(true, large, cores, true)) << "backlogged";
   EXPECT_TRUE(kvikio::detail::io_uring_selected(false, large));
   EXPECT_TRUE(kvikio::detail::io_uring_selected(true, 4096));
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);

@@ -186,9 +186,9 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
   if (plan.strategy == detail::LocalStrategy::shared_chunks) {
     auto cursor = std::make_shared<detail::ChunkCursor>(size);
     return detail::parallel_workers(
-      [lease, mover, file, ctx, buf, file_offset, cursor] {
+      [lease, mover, file, ctx, buf, file_offset, cursor, chunks = plan.chunks] {
         PushAndPopContext const context{ctx};
-        return detail::read_to_device(*mover, file, buf, 0, file_offset, *cursor);
+        return detail::read_to_device(*mover, file, buf, 0, file_offset, *cursor, chunks);
       },
       plan.workers,
       pool);

@@ -31,7 +31,10 @@ std::size_t range_per_thread(std::size_t size, std::size_t task_size, std::size_
 
 }  // namespace
 
-bool io_uring_selected(bool reading, std::size_t size, std::size_t pool_threads)
+bool io_uring_selected(bool reading,
+                       std::size_t size,
+                       std::size_t pool_threads,
+                       bool pool_backlogged)
 {
   switch (defaults::local_io_backend()) {
     case LocalIOBackend::IO_URING: return io_uring_available();
@@ -39,9 +42,11 @@ bool io_uring_selected(bool reading, std::size_t size, std::size_t pool_threads)
       // io_uring's kernel workers copy on cores of their own: with more threads than half the
       // cores, POSIX reads as fast into host memory and faster into device memory. The threads
       // are those of every pool of the process (a program feeding several GPUs runs a pool for
-      // each), not only the call's.
+      // each), not only the call's. A backlogged pool already has more reads than threads (many
+      // callers, each with reads in flight): a deeper queue adds kernel workers competing for
+      // the same cores, not reads.
       static std::size_t const cores = machine_cores();
-      return reading && size > io_uring_piece_size() &&
+      return reading && !pool_backlogged && size > io_uring_piece_size() &&
              threads_sharing_the_cores(pool_threads) * 2 <= cores && io_uring_available();
     }
     default: return false;
@@ -91,9 +96,13 @@ LocalBackendChoice local_backend_choice(std::size_t pool_threads)
             "cores' worth of pool threads, counting every pool of the process)"};
 }
 
-ByteMover& host_mover(bool reading, std::size_t size, std::size_t pool_threads)
+ByteMover& host_mover(bool reading,
+                      std::size_t size,
+                      std::size_t pool_threads,
+                      bool pool_backlogged)
 {
-  return io_uring_selected(reading, size, pool_threads) ? io_uring_mover() : posix_mover();
+  return io_uring_selected(reading, size, pool_threads, pool_backlogged) ? io_uring_mover()
+                                                                         : posix_mover();
 }
 
 LocalPlan plan_local_transfer(bool reading,
@@ -107,15 +116,16 @@ LocalPlan plan_local_transfer(bool reading,
   std::size_t const threads   = pool.get_thread_count();
   std::size_t const alignment = file.direct() ? get_page_size() : 0;
   bool const cufile           = !host_memory && file.cufile != nullptr;
+  bool const backlogged       = pool.is_backlogged();
   LocalPlan plan;
-  plan.mover            = cufile ? nullptr : &host_mover(reading, size, threads);
+  plan.mover            = cufile ? nullptr : &host_mover(reading, size, threads, backlogged);
   bool const deep_queue = plan.mover == &io_uring_mover();
   if (size < gds_threshold) { return plan; }  // a task hand-off would cost more than the bytes
   if (host_memory) {
     // A read of one task by system calls while the pool is backlogged: the task would wait
     // behind a whole round of others, and the calling thread adds a core's worth of copying
     // (many callers each keeping reads in flight, as a columnar reader's column chunks).
-    if (reading && size <= task_size && !deep_queue && alignment == 0 && pool.is_backlogged()) {
+    if (reading && size <= task_size && !deep_queue && alignment == 0 && backlogged) {
       return plan;
     }
     plan.strategy  = LocalStrategy::ranges;
@@ -129,12 +139,15 @@ LocalPlan plan_local_transfer(bool reading,
     // One slot's worth (a column chunk, a page): its worker reads it into a slot of its own
     // ring, starts the copy (or holds it to go with the reads that come while copies run) and
     // goes on to the next task. Larger: each pool thread takes the next chunk (a slot of its
-    // ring) when it is ready for one, so one that falls behind delays only its own chunk.
+    // ring) when it is ready for one, so one that falls behind delays only its own chunk. While
+    // the pool is backlogged its threads already overlap one another's reads and copies: a
+    // chunk is a whole task, read at once and copied at once.
     if (size <= overlapped_read_limit()) {
       plan.strategy = LocalStrategy::overlapped;
     } else {
       plan.strategy = LocalStrategy::shared_chunks;
       plan.workers  = std::min<std::size_t>(threads, (size + task_size - 1) / task_size);
+      if (backlogged) { plan.chunks = StagingRingShape{1, task_size}; }
     }
     return plan;
   }

@@ -11,6 +11,7 @@
  */
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,7 @@
 #include <kvikio/threadpool_wrapper.hpp>
 
 #include "io/mover/mover.hpp"
+#include "io/staging/device_staging.hpp"
 
 namespace kvikio::detail {
 
@@ -36,6 +38,8 @@ struct LocalPlan {
   std::size_t task_size{0};   ///< ranges: bytes per task
   std::size_t alignment{0};   ///< ranges: task boundaries on this file alignment (0: none)
   std::size_t workers{0};     ///< shared_chunks: pool threads that take chunks
+  /// @brief shared_chunks: each worker's staging ring (empty: staging_ring_shape(), the settings')
+  std::optional<StagingRingShape> chunks;
   /// @brief The mover's name ("posix", "io_uring", "cufile").
   [[nodiscard]] std::string_view mover_name() const noexcept
   {
@@ -54,8 +58,9 @@ struct LocalPlan {
  *   which one pool thread keeps in order); else ranges of `task_size`, or through io_uring one
  *   range per pool thread;
  * - device memory: on the caller below `gds_threshold`; staged reads of at most
- *   overlapped_read_limit() overlapped, larger ones in shared chunks; writes and cuFile in one
- *   range per pool thread (a multiple of `task_size`).
+ *   overlapped_read_limit() overlapped, larger ones in shared chunks (of a slot of the settings'
+ *   ring, or a whole task while the pool is backlogged); writes and cuFile in one range per pool
+ *   thread (a multiple of `task_size`).
  */
 [[nodiscard]] LocalPlan plan_local_transfer(bool reading,
                                             bool host_memory,
@@ -69,17 +74,21 @@ struct LocalPlan {
  * @brief Whether reads (`reading`) or writes of `size` bytes by a pool of `pool_threads` threads
  * go through io_uring: `KVIKIO_LOCAL_IO_BACKEND` asks for it (`io_uring`; `auto`: reads of more
  * than one io_uring_piece_size(), while the pool has at most half as many threads as there are
- * cores) and io_uring_available() (the process's probe: a pool thread whose own ring is refused
- * moves its share by system calls). A read of one piece has no second request to overlap: a
- * ring would only add the kernel worker's round trip.
+ * cores and is not backlogged) and io_uring_available() (the process's probe: a pool thread whose
+ * own ring is refused moves its share by system calls). A read of one piece has no second request
+ * to overlap: a ring would only add the kernel worker's round trip.
  */
 [[nodiscard]] bool io_uring_selected(bool reading,
                                      std::size_t size,
-                                     std::size_t pool_threads = defaults::thread_pool_nthreads());
+                                     std::size_t pool_threads = defaults::thread_pool_nthreads(),
+                                     bool pool_backlogged     = false);
 
 /// @brief The mover of `size` bytes of host memory, or of device memory staged through it:
 /// io_uring where io_uring_selected(), else POSIX.
-[[nodiscard]] ByteMover& host_mover(bool reading, std::size_t size, std::size_t pool_threads);
+[[nodiscard]] ByteMover& host_mover(bool reading,
+                                    std::size_t size,
+                                    std::size_t pool_threads,
+                                    bool pool_backlogged = false);
 
 /**
  * @brief Why compat mode AUTO moves a file's bytes through POSIX rather than cuFile, asked

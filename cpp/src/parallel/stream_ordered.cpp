@@ -218,8 +218,8 @@ void run_stream_ordered(StreamOrderedRange const& range,
   // buffer size), in k slots. Every worker fills a piece at once; a larger ring reads no faster
   // and its pinning is what the stream's first call waits for. Big slots mean few driver
   // operations per call; k of them keep reads and copies overlapped.
-  std::size_t const page      = get_page_size();
-  std::size_t const k         = defaults::num_bounce_buffers();
+  std::size_t const page = get_page_size();
+  std::size_t const k    = defaults::num_bounce_buffers();
   std::size_t const budget =
     range.threads * std::min(range.piece_size, detail::staging_buffer_size());
   std::size_t const slot_size = std::max(page, budget / k / page * page);

@@ -53,7 +53,8 @@ std::size_t read_to_device(ByteMover& mover,
                            void* base,
                            std::size_t base_offset,
                            std::size_t file_offset,
-                           ChunkCursor& cursor)
+                           ChunkCursor& cursor,
+                           std::optional<StagingRingShape> shape)
 {
   KVIKIO_NVTX_FUNC_RANGE();
   if (cursor.size() == 0) { return 0; }
@@ -63,7 +64,7 @@ std::size_t read_to_device(ByteMover& mover,
         mover.read_to_device(file, convert_void2deviceptr(dev), file_offset, cursor, stream)) {
     return *moved;
   }
-  auto const [k, max_slot] = staging_ring_shape();
+  auto const [k, max_slot] = shape.value_or(staging_ring_shape());
   auto& pool               = BounceBufferPool<>::instance();
   if (cursor.size() <= BounceBufferRing<>::slot_size_for(pool.buffer_size(), k, max_slot)) {
     // One chunk in all (the read a column reader issues most): one buffer, one copy, one wait

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <future>
+#include <optional>
 
 #include "io/mover/mover.hpp"
 
@@ -37,14 +38,16 @@ struct StagingRingShape {
 /**
  * @brief Reads the chunks of `cursor` (the transfer starts at `file_offset` and at
  * `base + base_offset`) with `mover` until none is left; several threads may share the cursor.
- * Returns the bytes this thread moved, once they are in device memory.
+ * The chunks are the slots of a ring of `shape` (the settings' where empty). Returns the bytes
+ * this thread moved, once they are in device memory.
  */
 std::size_t read_to_device(ByteMover& mover,
                            LocalFile const& file,
                            void* base,
                            std::size_t base_offset,
                            std::size_t file_offset,
-                           ChunkCursor& cursor);
+                           ChunkCursor& cursor,
+                           std::optional<StagingRingShape> shape = std::nullopt);
 
 /// @brief Writes `size` bytes from `base + base_offset` at `file_offset` with `mover`: up to a
 /// ring's slots of device-to-host copies run ahead of the file writes.
