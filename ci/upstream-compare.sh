@@ -22,7 +22,8 @@
 #   reader  the reader's workload (cpp/benchmarks/reader_workload.hpp) on the same file: 4
 #           callers x 8 reads in flight of 64 KiB, 1 MiB and 8 MiB at random unaligned offsets,
 #           pool of 8, KVIKIO_COMPAT_MODE=ON, and 1 caller x 8 with no setting at all, into device
-#           and pinned host memory (READER_SECONDS per point, 2); synchronous 4 KiB and 64 KiB
+#           and pinned host memory (READER_SECONDS per point, 2; READER_SIZES, READER_ONE_CALLER=0
+#           leaves the 1 x 8 rows out); synchronous 4 KiB and 64 KiB
 #           reads (p50/p99); peak RSS; and the plain way with no library (PLAIN_THREADS threads,
 #           "8 16": pread(2), plus one copy and its wait per read for device memory). Its table:
 #           ci/reader-table.py.
@@ -115,6 +116,7 @@ libs=(upstream ours)
 [[ -n ${BEFORE:-} ]] && libs=(upstream before ours)
 
 threads=${THREADS:-1,2,4,8,16}
+reader_sizes=${READER_SIZES:-65536,1048576,8388608}
 for round in $(seq 1 "${ROUNDS:-2}"); do
   echo "=== round $round" >>"$log"
   # The order alternates between rounds: the run second in a round has read lower with the same
@@ -178,9 +180,10 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     [[ ${READER:-1} == 1 ]] || break
     for mem in device host; do
       KVIKIO_COMPAT_MODE=ON run "$lib" "$(bin_of $lib)/reader_workload" "$lib" "$file" "$mem" 4 8 8 \
-        "${READER_SECONDS:-2}" 65536,1048576,8388608 4096,65536 2000
+        "${READER_SECONDS:-2}" "$reader_sizes" 4096,65536 2000
+      [[ ${READER_ONE_CALLER:-1} == 1 ]] || continue
       run "$lib" "$(bin_of $lib)/reader_workload" "$lib" "$file" "$mem" 1 8 0 \
-        "${READER_SECONDS:-2}" 65536,1048576,8388608
+        "${READER_SECONDS:-2}" "$reader_sizes"
     done
   done
   # The plain way beside them (no library): PLAIN_THREADS threads of pread(2) into the same
@@ -191,7 +194,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     lat=4096,65536  # with the first thread count only
     for t in ${PLAIN_THREADS:-8 16}; do
       run plain "$cmp/ours/reader_workload" plain "$file" "$mem" 4 8 "$t" "${READER_SECONDS:-2}" \
-        65536,1048576,8388608 ${lat:+$lat 2000}
+        "$reader_sizes" ${lat:+$lat 2000}
       lat=
     done
   done
