@@ -253,9 +253,10 @@ class defaults {
    * @brief Local I/O backend (`KVIKIO_LOCAL_IO_BACKEND`, auto).
    *
    * AUTO reads through io_uring where the kernel allows it (one info line says so when it does
-   * not: ENOSYS, or EPERM from seccomp or `kernel.io_uring_disabled`) and the thread pool has at
+   * not: ENOSYS, or EPERM from seccomp or `kernel.io_uring_disabled`), the thread pools have at
    * most half as many threads as the machine has cores (io_uring's kernel workers need the
-   * others); otherwise, and for writes, through POSIX, which is as fast or faster there.
+   * others) and the call's pool is not backlogged (many callers already keep its threads busy);
+   * otherwise, and for writes, through POSIX, which is as fast or faster there.
    */
   [[nodiscard]] static LocalIOBackend local_io_backend();
   /// @brief Sets local_io_backend().
