@@ -322,9 +322,9 @@ TEST_P(StreamOrdered, TinyStagingIsTheStreamsOwnAndFreedWhenIdle)
   EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 0U) << "an idle ring was not freed";
 }
 
-// Many calls back to back on one stream pin one ring (a piece per thread: threads x the smaller
-// of task size and bounce buffer size), not one per call; a new shape (either size changed)
-// takes over once the ring is idle.
+// Many calls back to back on one stream pin one ring (a piece per thread: threads x the task
+// size, at least 4 MiB and at most the bounce buffer size), not one per call; a new shape
+// (either size changed) takes over once the ring is idle.
 TEST_P(StreamOrdered, StagingIsOneRingPerStream)
 {
   (void)kvikio::detail::free_idle_staging();
@@ -347,13 +347,18 @@ TEST_P(StreamOrdered, StagingIsOneRingPerStream)
   KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
   EXPECT_EQ(back, content_);
 
-  kvikio::defaults::set_task_size(64 << 10);  // smaller than the bounce buffers: it sets the ring
-  KVIKIO_CUDA_DRIVER_TRY(api().MemsetD8(dev.ptr, 0xA5, content_.size()));
-  auto small = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
-  EXPECT_EQ(small.check_bytes_done(), content_.size());
-  EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 256U << 10);  // 4 threads x 64 KiB
-  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
-  EXPECT_EQ(back, content_);
+  // Bounce buffers larger than the tasks: the task size sets the ring, down to 4 MiB a thread.
+  kvikio::defaults::set_bounce_buffer_size(16 << 20);
+  for (auto [task, ring] :
+       {std::pair<std::size_t, std::size_t>{8 << 20, 32 << 20}, {64 << 10, 16 << 20}}) {
+    kvikio::defaults::set_task_size(task);
+    KVIKIO_CUDA_DRIVER_TRY(api().MemsetD8(dev.ptr, 0xA5, content_.size()));
+    auto shaped = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
+    EXPECT_EQ(shaped.check_bytes_done(), content_.size());
+    EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), ring) << "task size " << task;
+    KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+    EXPECT_EQ(back, content_);
+  }
 }
 
 // Reads and writes alternate on one stream through the same slots: read -> write (the stream

@@ -27,6 +27,11 @@
 namespace kvikio::detail {
 namespace {
 
+// A worker's share of its stream's ring, whatever the piece size (the default task size): with
+// 64 KiB pieces, slots of a piece each would cost a 64 MiB call three driver operations per
+// 64 KiB, and the stream holds about 1000 before enqueuing blocks.
+constexpr std::size_t least_share = std::size_t{4} << 20;
+
 std::mutex kind_mutex;
 std::optional<StreamWaitKind> forced_kind;
 std::optional<StreamWaitKind> last_kind;
@@ -214,14 +219,16 @@ void run_stream_ordered(StreamOrderedRange const& range,
     on_done(0, nullptr);
     return;
   }
-  // The stream's ring: a piece in flight per worker (threads x the piece size, at most the bounce
-  // buffer size), in k slots. Every worker fills a piece at once; a larger ring reads no faster
-  // and its pinning is what the stream's first call waits for. Big slots mean few driver
-  // operations per call; k of them keep reads and copies overlapped.
+  // The stream's ring: a piece in flight per worker (threads x the piece size, at least
+  // least_share and at most the bounce buffer size), in k slots. Every worker fills a piece at
+  // once; a larger ring reads no faster and its pinning is what the stream's first call waits
+  // for. Big slots mean few driver operations per call (small pieces do not shrink them); k of
+  // them keep reads and copies overlapped.
   std::size_t const page = get_page_size();
   std::size_t const k    = defaults::num_bounce_buffers();
-  std::size_t const budget =
-    range.threads * std::min(range.piece_size, detail::staging_buffer_size());
+  std::size_t const share =
+    std::min(std::max(range.piece_size, least_share), detail::staging_buffer_size());
+  std::size_t const budget    = range.threads * share;
   std::size_t const slot_size = std::max(page, budget / k / page * page);
   std::size_t const num_slots = std::max<std::size_t>(1, std::min(k, budget / slot_size));
   auto op                     = std::make_shared<Operation>();

@@ -44,8 +44,9 @@ struct StreamOrderedRange {
  * @brief Moves `size` bytes of `range` between `device` and a file (or remote object) at
  * `file_offset`, in the order of `stream`, without blocking the caller.
  *
- * Staging is the stream's own ring of pinned slots (`threads` x `piece_size`, each piece at most
- * KVIKIO_BOUNCE_BUFFER_SIZE, split into KVIKIO_NUM_BOUNCE_BUFFERS slots), kept between calls. Every device copy is enqueued on
+ * Staging is the stream's own ring of pinned slots (`threads` x `piece_size`, a share at least
+ * 4 MiB and at most KVIKIO_BOUNCE_BUFFER_SIZE, split into KVIKIO_NUM_BOUNCE_BUFFERS slots), kept
+ * between calls. Every device copy is enqueued on
  * `stream` itself, at the call, between waits for counters in pinned memory: for a read, a
  * slot's copy waits until the host has read its bytes into it; for a write, the host writes a
  * slot's bytes out once the stream has copied them in, and counts the slot free. The stream thus
