@@ -31,6 +31,7 @@
 #include <kvikio/file_handle.hpp>
 #include <kvikio/utils.hpp>
 
+#include "io/io_uring/io_uring_io.hpp"
 #include "io/local_plan.hpp"
 #include "io/staging/device_staging.hpp"
 
@@ -1136,19 +1137,24 @@ TEST_F(OnDevice, DeviceReadChunksAreSharedByThePoolThreads)
 }
 
 // While the pool is backlogged, a device read of more than one slot stages whole tasks (one
-// pread and one copy each: the pool's threads overlap one another) through POSIX under `auto`;
-// without a backlog, the settings' ring. The bytes of a read planned so land once, in place.
+// pread and one copy each: the pool's threads overlap one another) through POSIX under `auto`
+// (unless a task is larger than a bounce buffer); without a backlog, the settings' ring, through
+// io_uring where `auto` takes it for a read of this size. The bytes of a read planned so land
+// once, in place.
 TEST_F(OnDevice, DeviceReadsWhileThePoolIsBackloggedStageWholeTasks)
 {
+  kvikio::defaults::set_compat_mode(kvikio::CompatMode::ON);  // staged, whatever the host has
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::AUTO);
   kvikio::defaults::set_thread_pool_nthreads(1);
   kvikio::defaults::set_num_bounce_buffers(4);
+  kvikio::defaults::set_bounce_buffer_size(16 << 20);
   std::size_t const task = 64 << 10;  // slots of 16 KiB
   kvikio::defaults::set_task_size(task);
   TempDir dir;
   auto const path     = dir.file("f");
-  std::size_t const n = 3 * task + 4099;
-  auto const content  = pattern(n + 333, 37);
+  std::size_t const n = 20 * task + 4099;  // more than one io_uring request
+  ASSERT_GT(n, kvikio::detail::io_uring_piece_size());
+  auto const content = pattern(n + 333, 37);
   write_file(path, content);
   FileHandle f{path, "r"};
   auto& tp = kvikio::defaults::thread_pool();
@@ -1156,6 +1162,8 @@ TEST_F(OnDevice, DeviceReadsWhileThePoolIsBackloggedStageWholeTasks)
   auto const idle = kvikio::detail::plan_local_transfer(true, false, n, task, 0, tp, file);
   EXPECT_EQ(idle.strategy, kvikio::detail::LocalStrategy::shared_chunks);
   EXPECT_FALSE(idle.chunks.has_value()) << "no backlog: the settings' ring";
+  EXPECT_EQ(idle.mover_name(),
+            kvikio::detail::io_uring_selected(true, n, 1) ? "io_uring" : "posix");
 
   kvikio::test::DeviceBuffer dev{n + 2 * guard};
   std::vector<std::uint8_t> fill(n + 2 * guard, poison);
@@ -1171,7 +1179,12 @@ TEST_F(OnDevice, DeviceReadsWhileThePoolIsBackloggedStageWholeTasks)
     EXPECT_EQ(plan.strategy, kvikio::detail::LocalStrategy::shared_chunks);
     ASSERT_TRUE(plan.chunks.has_value());
     EXPECT_EQ(*plan.chunks, (kvikio::detail::StagingRingShape{1, task}));
-    EXPECT_EQ(plan.mover_name(), "posix");
+    EXPECT_EQ(plan.mover_name(), "posix") << "a backlogged pool reads by system calls";
+    kvikio::defaults::set_bounce_buffer_size(task / 2);
+    auto const small_buffers =
+      kvikio::detail::plan_local_transfer(true, false, n, task, 0, tp, file);
+    EXPECT_FALSE(small_buffers.chunks.has_value()) << "a task larger than a bounce buffer";
+    kvikio::defaults::set_bounce_buffer_size(16 << 20);
     read = f.pread(dst, n, 333, task, 0);
   }
   ASSERT_EQ(read.get(), n);

@@ -323,8 +323,8 @@ TEST_P(StreamOrdered, TinyStagingIsTheStreamsOwnAndFreedWhenIdle)
 }
 
 // Many calls back to back on one stream pin one ring (a piece per thread: threads x the task
-// size, at least 4 MiB and at most the bounce buffer size), not one per call; a new shape
-// (either size changed) takes over once the ring is idle.
+// size, at least four 4 MiB slots and at most threads x bounce buffer size), not one per call; a
+// new shape (either size changed) takes over once the ring is idle.
 TEST_P(StreamOrdered, StagingIsOneRingPerStream)
 {
   (void)kvikio::detail::free_idle_staging();
@@ -347,12 +347,12 @@ TEST_P(StreamOrdered, StagingIsOneRingPerStream)
   KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
   EXPECT_EQ(back, content_);
 
-  // Bounce buffers larger than the tasks: the task size sets the ring, down to 4 MiB a thread.
+  // Bounce buffers larger than the tasks: the task size sets the ring, down to four 4 MiB slots.
   kvikio::defaults::set_bounce_buffer_size(16 << 20);
   for (auto [task, ring] :
        {std::pair<std::size_t, std::size_t>{8 << 20, 32 << 20}, {64 << 10, 16 << 20}}) {
     kvikio::defaults::set_task_size(task);
-    KVIKIO_CUDA_DRIVER_TRY(api().MemsetD8(dev.ptr, 0xA5, content_.size()));
+    KVIKIO_CUDA_DRIVER_TRY(api().MemsetD8Async(dev.ptr, 0xA5, content_.size(), stream.handle));
     auto shaped = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
     EXPECT_EQ(shaped.check_bytes_done(), content_.size());
     EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), ring) << "task size " << task;

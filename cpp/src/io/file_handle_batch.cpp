@@ -85,9 +85,9 @@ std::vector<std::future<std::size_t>> file_batch_read(std::span<FileReadRequest 
 {
   KVIKIO_NVTX_FUNC_RANGE();
   constexpr char const* what = "file_batch_read";
-  std::size_t const pool_threads =
-    (options.thread_pool != nullptr ? options.thread_pool : &defaults::thread_pool())
-      ->get_thread_count();
+  ThreadPool* const pool =
+    options.thread_pool != nullptr ? options.thread_pool : &defaults::thread_pool();
+  std::size_t const pool_threads = pool->get_thread_count();
   // Each file once: its lease (taken before anything starts, held by every merged read of the
   // batch) and its descriptors for reading as they are now.
   struct Source {
@@ -137,14 +137,16 @@ std::vector<std::future<std::size_t>> file_batch_read(std::span<FileReadRequest 
            buf, size, file_offset, task_size, defaults::gds_threshold(), true, pool);
        },
      .read_span =
-       [sources, pool_threads](
+       [sources, pool, pool_threads](
          std::size_t source, void* host, std::size_t size, std::size_t file_offset) {
          auto const& s = sources[source];
-         (void)detail::host_transfer(detail::host_mover(true, size, pool_threads),
-                                     true,
-                                     *s.state,
-                                     s.file,
-                                     {static_cast<std::byte*>(host), size, file_offset});
+         // A merged run is a pool task: the pool's backlog chooses its mover as a call's does.
+         (void)detail::host_transfer(
+           detail::host_mover(true, size, pool_threads, pool->is_backlogged()),
+           true,
+           *s.state,
+           s.file,
+           {static_cast<std::byte*>(host), size, file_offset});
        },
      .read_pieces =
        [sources](

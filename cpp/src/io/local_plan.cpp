@@ -42,9 +42,9 @@ bool io_uring_selected(bool reading,
       // io_uring's kernel workers copy on cores of their own: with more threads than half the
       // cores, POSIX reads as fast into host memory and faster into device memory. The threads
       // are those of every pool of the process (a program feeding several GPUs runs a pool for
-      // each), not only the call's. A backlogged pool already has more reads than threads (many
-      // callers, each with reads in flight): a deeper queue adds kernel workers competing for
-      // the same cores, not reads.
+      // each), not only the call's. A backlogged pool (at least as many tasks queued as it has
+      // threads: many callers, each with reads in flight) keeps its threads busy already: a
+      // deeper queue adds kernel workers competing for the same cores, not reads.
       static std::size_t const cores = machine_cores();
       return reading && !pool_backlogged && size > io_uring_piece_size() &&
              threads_sharing_the_cores(pool_threads) * 2 <= cores && io_uring_available();
@@ -88,7 +88,8 @@ LocalBackendChoice local_backend_choice(std::size_t pool_threads)
   if (io_uring_selected(true, io_uring_piece_size() + 1, pool_threads)) {
     return {"io_uring",
             "KVIKIO_LOCAL_IO_BACKEND=auto: reads of more than " + piece + " with " + pool +
-              " (at most half); writes and smaller reads through posix"};
+              " (at most half); writes, smaller reads and reads while the pool is backlogged "
+              "through posix"};
   }
   return {"posix",
           "KVIKIO_LOCAL_IO_BACKEND=auto: " + pool +
@@ -147,7 +148,11 @@ LocalPlan plan_local_transfer(bool reading,
     } else {
       plan.strategy = LocalStrategy::shared_chunks;
       plan.workers  = std::min<std::size_t>(threads, (size + task_size - 1) / task_size);
-      if (backlogged) { plan.chunks = StagingRingShape{1, task_size}; }
+      // (io_uring's deep staging takes the whole read, and a task larger than a bounce buffer
+      // would become one slot read and copied in turn.)
+      if (backlogged && !deep_queue && task_size <= staging_buffer_size()) {
+        plan.chunks = StagingRingShape{1, task_size};
+      }
     }
     return plan;
   }

@@ -27,10 +27,11 @@
 namespace kvikio::detail {
 namespace {
 
-// A worker's share of its stream's ring, whatever the piece size (the default task size): with
-// 64 KiB pieces, slots of a piece each would cost a 64 MiB call three driver operations per
-// 64 KiB, and the stream holds about 1000 before enqueuing blocks.
-constexpr std::size_t least_share = std::size_t{4} << 20;
+// The least slot of a stream's ring where the bounce buffers allow it: each slot a call fills
+// costs about three driver operations, and a stream holds about 1000 before enqueuing blocks
+// (a pool of one thread and 4 MiB tasks would otherwise fill a 64 MiB call's slots 1 MiB at a
+// time, as would 64 KiB tasks with any pool).
+constexpr std::size_t least_slot = std::size_t{4} << 20;
 
 std::mutex kind_mutex;
 std::optional<StreamWaitKind> forced_kind;
@@ -219,19 +220,20 @@ void run_stream_ordered(StreamOrderedRange const& range,
     on_done(0, nullptr);
     return;
   }
-  // The stream's ring: a piece in flight per worker (threads x the piece size, at least
-  // least_share and at most the bounce buffer size), in k slots. Every worker fills a piece at
+  // The stream's ring, in k slots: a piece in flight per worker (threads x the piece size), at
+  // least k slots of least_slot and at most every worker's bounce buffer (threads x bounce
+  // buffer size, the pinned memory the settings allow a pool). Every worker fills a piece at
   // once; a larger ring reads no faster and its pinning is what the stream's first call waits
-  // for. Big slots mean few driver operations per call (small pieces do not shrink them); k of
-  // them keep reads and copies overlapped.
-  std::size_t const page = get_page_size();
-  std::size_t const k    = defaults::num_bounce_buffers();
-  std::size_t const share =
-    std::min(std::max(range.piece_size, least_share), detail::staging_buffer_size());
-  std::size_t const budget    = range.threads * share;
-  std::size_t const slot_size = std::max(page, budget / k / page * page);
-  std::size_t const num_slots = std::max<std::size_t>(1, std::min(k, budget / slot_size));
-  auto op                     = std::make_shared<Operation>();
+  // for. Big slots mean few driver operations per call; k of them keep reads and copies
+  // overlapped.
+  std::size_t const page       = get_page_size();
+  std::size_t const k          = defaults::num_bounce_buffers();
+  std::size_t const most       = range.threads * detail::staging_buffer_size();
+  std::size_t const per_pieces = range.threads * range.piece_size;
+  std::size_t const budget     = std::min(std::max(per_pieces, k * least_slot), most);
+  std::size_t const slot_size  = std::max(page, budget / k / page * page);
+  std::size_t const num_slots  = std::max<std::size_t>(1, std::min(k, budget / slot_size));
+  auto op                      = std::make_shared<Operation>();
   // The stream's ring, locked for planning; one the registry dropped meanwhile (it was idle)
   // must not be used (nothing would keep its memory once the operation ends): ask again.
   std::unique_lock<std::mutex> planning;

@@ -233,7 +233,7 @@ bool StagingRing::idle_locked() const noexcept
 namespace {
 
 // More rings than this and idle ones of other streams are freed: each holds up to
-// threads x a piece (KVIKIO_TASK_SIZE, 4 MiB to KVIKIO_BOUNCE_BUFFER_SIZE) of pinned memory.
+// up to threads x KVIKIO_BOUNCE_BUFFER_SIZE of pinned memory.
 constexpr std::size_t rings_kept = 8;
 
 struct Entry {

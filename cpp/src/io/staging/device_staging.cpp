@@ -46,8 +46,8 @@ std::size_t overlapped_read_limit()
     detail::staging_buffer_size(), shape.slots, shape.max_slot);
 }
 
-// Reads the cursor's chunks through this thread's ring of pinned slots: reading the next chunk
-// from the file overlaps the copy of the current one.
+// Reads the cursor's chunks through this thread's ring of pinned slots: with more than one slot,
+// reading the next chunk from the file overlaps the copy of the current one.
 std::size_t read_to_device(ByteMover& mover,
                            LocalFile const& file,
                            void* base,

@@ -21,9 +21,10 @@
 namespace kvikio::detail {
 
 /**
- * @brief The shape of a staged device transfer's ring for the settings now: `slots` slots
- * (defaults::num_bounce_buffers()), each at most a task's share (defaults::task_size() / slots),
- * so that a ring spans one task as one task's buffer would.
+ * @brief The shape of a staged device transfer's ring: `slots` slots of at most `max_slot` bytes
+ * each. staging_ring_shape() gives the settings' (defaults::num_bounce_buffers() slots of a
+ * task's share, so that a ring spans one task as one task's buffer would); a read planned while
+ * the pool is backlogged uses one slot of a whole task.
  */
 struct StagingRingShape {
   std::size_t slots{0};     ///< Number of slots.
@@ -32,7 +33,7 @@ struct StagingRingShape {
   bool operator==(StagingRingShape const&) const = default;
 };
 
-/// @brief The StagingRingShape of the settings now.
+/// @brief The StagingRingShape of the settings now: k slots of defaults::task_size() / k.
 [[nodiscard]] StagingRingShape staging_ring_shape();
 
 /**
