@@ -9,8 +9,9 @@
 # PyPI packages that machine's Python lacks (moto, boto3, zarr, numcodecs, dask, ...) and
 # upstream's released packages come packed in .device-run/python (ci/device-python.sh; carry
 # .device-run): they are unpacked to /tmp/deps (on PYTHONPATH; the test servers run on that
-# python3) and /tmp/upstream. nginx must be at /usr/sbin/nginx (extract the .deb of
-# .device-run there first, as docs/benchmarks.md says).
+# python3) and /tmp/upstream. The remote tests start /usr/sbin/nginx: where it is missing,
+# Debian's package carried in .device-run (ci/device-bundle.sh) is unpacked to /tmp/nginx-deb and
+# linked there.
 set -uo pipefail
 OUT=${OUT:-/tmp/kvikio-gpu-out}
 mkdir -p "$OUT"
@@ -21,6 +22,14 @@ fi
 cd /work/main
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
 status=0
+if [[ ! -x /usr/sbin/nginx ]]; then
+  deb=$(ls "$root"/.device-run/nginx_*.deb 2>/dev/null | head -n 1)
+  if [[ -n $deb ]]; then
+    dpkg -x "$deb" /tmp/nginx-deb && ln -sfn /tmp/nginx-deb/usr/sbin/nginx /usr/sbin/nginx
+  else
+    echo "no /usr/sbin/nginx and no .device-run/nginx_*.deb: the tests that start nginx fail"
+  fi
+fi
 rm -f build/release/cudasim/libcuda.so*
 # Simulator-only entries (failure injection, shared hardware queues, the label "simulator") need
 # the simulator; the checks of the project's records (project.*) need PyYAML, which that machine
