@@ -20,4 +20,16 @@ namespace kvikio::detail {
  */
 [[nodiscard]] std::size_t threads_of_live_pools();
 
+/**
+ * @brief Whether a worker that ran out of work spins a while before it sleeps, with `threads`
+ * pool threads in the process on `cores` cores: only while they are at most half the cores. A
+ * spinning worker holds a core that the callers (which read on their own threads while the pool
+ * is backlogged) and the other workers would use; with fewer cores than that, it slows the reads
+ * it waits for.
+ */
+[[nodiscard]] constexpr bool idle_spin_pays(std::size_t threads, std::size_t cores) noexcept
+{
+  return threads * 2 <= cores;
+}
+
 }  // namespace kvikio::detail

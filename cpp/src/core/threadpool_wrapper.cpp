@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -31,7 +32,8 @@ thread_local detail::WorkerLeftovers* worker_leftovers{nullptr};
 // How long a worker that ran out of work keeps looking for more before it sleeps. A sleeping
 // worker takes tens of microseconds to wake on a GPU server (C-states, the futex round trip),
 // as long as a small read itself; a caller that reads, waits, and reads again finds its worker
-// awake. The price is at most this much of a core per worker each time its queue runs dry.
+// awake. The price is at most this much of a core per worker each time its queue runs dry, paid
+// only while the pools leave cores idle (detail::idle_spin_pays()).
 constexpr auto idle_spin = std::chrono::microseconds{50};
 
 void cpu_relax() noexcept
@@ -297,7 +299,9 @@ void ThreadPool::worker_loop(State& state)
       // between never sends this one to sleep with its leftovers pending.
       if (left && state.jobs.empty()) { continue; }
     }
-    if (state.jobs.empty() && !state.stopping) {
+    static std::size_t const cores = std::max(1U, std::thread::hardware_concurrency());
+    if (state.jobs.empty() && !state.stopping &&
+        detail::idle_spin_pays(detail::threads_of_live_pools(), cores)) {
       std::size_t const seen = jobs_posted_.load(std::memory_order_relaxed);
       lock.unlock();
       auto const until = std::chrono::steady_clock::now() + idle_spin;
