@@ -24,16 +24,17 @@ using kvikio::ThreadPool;
 
 namespace {
 
-// An idle worker spins before it sleeps only while the process's pool threads are at most half
-// the cores: on fewer, a spinning worker takes a core from the reads it waits for.
+// An idle worker spins before it sleeps (and `auto` reads through io_uring) only while the
+// process's pool threads are at most half the cores: on fewer, a spinning worker takes a core
+// from the reads it waits for.
 TEST(ThreadPool, IdleWorkersSpinOnlyWithCoresToSpare)
 {
-  EXPECT_TRUE(kvikio::detail::idle_spin_pays(8, 16));
-  EXPECT_FALSE(kvikio::detail::idle_spin_pays(9, 16));
-  EXPECT_FALSE(kvikio::detail::idle_spin_pays(16, 16));
-  EXPECT_TRUE(kvikio::detail::idle_spin_pays(1, 2));
-  EXPECT_FALSE(kvikio::detail::idle_spin_pays(8, 2)) << "a pool of 8 on 2 cores";
-  EXPECT_FALSE(kvikio::detail::idle_spin_pays(1, 1));
+  EXPECT_TRUE(kvikio::detail::at_most_half_the_cores(8, 16));
+  EXPECT_FALSE(kvikio::detail::at_most_half_the_cores(9, 16));
+  EXPECT_FALSE(kvikio::detail::at_most_half_the_cores(16, 16));
+  EXPECT_TRUE(kvikio::detail::at_most_half_the_cores(1, 2));
+  EXPECT_FALSE(kvikio::detail::at_most_half_the_cores(8, 2)) << "a pool of 8 on 2 cores";
+  EXPECT_FALSE(kvikio::detail::at_most_half_the_cores(1, 1));
 }
 
 TEST(ThreadPool, ReturnsResults)

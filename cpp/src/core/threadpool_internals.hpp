@@ -20,14 +20,17 @@ namespace kvikio::detail {
  */
 [[nodiscard]] std::size_t threads_of_live_pools();
 
+/// @brief The cores the process may run on (std::thread::hardware_concurrency(), at least 1).
+[[nodiscard]] unsigned int machine_cores() noexcept;
+
 /**
- * @brief Whether a worker that ran out of work spins a while before it sleeps, with `threads`
- * pool threads in the process on `cores` cores: only while they are at most half the cores. A
- * spinning worker holds a core that the callers (which read on their own threads while the pool
- * is backlogged) and the other workers would use; with fewer cores than that, it slows the reads
- * it waits for.
+ * @brief Whether `threads` pool threads leave half of `cores` to others: the condition of what
+ * costs a core beside each pool thread. io_uring's kernel workers copy on cores of their own
+ * (KVIKIO_LOCAL_IO_BACKEND=auto reads through io_uring only so); a worker that ran out of work
+ * spins before it sleeps only so (a spinning worker holds a core that the callers, which read on
+ * their own threads while the pool is backlogged, and the other workers would use).
  */
-[[nodiscard]] constexpr bool idle_spin_pays(std::size_t threads, std::size_t cores) noexcept
+[[nodiscard]] constexpr bool at_most_half_the_cores(std::size_t threads, std::size_t cores) noexcept
 {
   return threads * 2 <= cores;
 }

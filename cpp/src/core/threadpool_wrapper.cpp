@@ -33,7 +33,7 @@ thread_local detail::WorkerLeftovers* worker_leftovers{nullptr};
 // worker takes tens of microseconds to wake on a GPU server (C-states, the futex round trip),
 // as long as a small read itself; a caller that reads, waits, and reads again finds its worker
 // awake. The price is at most this much of a core per worker each time its queue runs dry, paid
-// only while the pools leave cores idle (detail::idle_spin_pays()).
+// only while the pools leave half the cores to others (detail::at_most_half_the_cores()).
 constexpr auto idle_spin = std::chrono::microseconds{50};
 
 void cpu_relax() noexcept
@@ -299,9 +299,8 @@ void ThreadPool::worker_loop(State& state)
       // between never sends this one to sleep with its leftovers pending.
       if (left && state.jobs.empty()) { continue; }
     }
-    static std::size_t const cores = std::max(1U, std::thread::hardware_concurrency());
     if (state.jobs.empty() && !state.stopping &&
-        detail::idle_spin_pays(detail::threads_of_live_pools(), cores)) {
+        detail::at_most_half_the_cores(detail::threads_of_live_pools(), detail::machine_cores())) {
       std::size_t const seen = jobs_posted_.load(std::memory_order_relaxed);
       lock.unlock();
       auto const until = std::chrono::steady_clock::now() + idle_spin;
@@ -356,6 +355,12 @@ void detach_overlapping_job(ThreadPool& pool, std::function<void()> job)
 }
 
 std::size_t threads_of_live_pools() { return live_threads.load(std::memory_order_relaxed); }
+
+unsigned int machine_cores() noexcept
+{
+  static unsigned int const cores = std::max(1U, std::thread::hardware_concurrency());
+  return cores;
+}
 
 }  // namespace detail
 }  // namespace kvikio

@@ -5,18 +5,16 @@
 
 #include <algorithm>
 #include <string>
-#include <thread>
 
 #include <kvikio/shim/cufile.hpp>
 #include <kvikio/utils.hpp>
 
+#include "core/threadpool_internals.hpp"
 #include "io/io_uring/io_uring_io.hpp"
 #include "io/staging/device_staging.hpp"
 
 namespace kvikio::detail {
 namespace {
-
-unsigned int machine_cores() noexcept { return std::max(1U, std::thread::hardware_concurrency()); }
 
 // One range per pool thread, a multiple of `task_size`: a device write's ring overlaps writing
 // chunk i with copying chunk i+1 across the whole range (with one task per chunk every task would
@@ -45,9 +43,9 @@ bool io_uring_selected(bool reading,
       // each), not only the call's. A backlogged pool (at least as many tasks queued as it has
       // threads: many callers, each with reads in flight) keeps its threads busy already: a
       // deeper queue adds kernel workers competing for the same cores, not reads.
-      static std::size_t const cores = machine_cores();
       return reading && !pool_backlogged && size > io_uring_piece_size() &&
-             threads_sharing_the_cores(pool_threads) * 2 <= cores && io_uring_available();
+             at_most_half_the_cores(threads_sharing_the_cores(pool_threads), machine_cores()) &&
+             io_uring_available();
     }
     default: return false;
   }

@@ -14,7 +14,6 @@
 #include <exception>
 #include <memory>
 #include <system_error>
-#include <thread>
 #include <vector>
 
 #include <kvikio/bounce_buffer.hpp>
@@ -34,12 +33,6 @@ std::atomic<int> forced_setup_errno{0};
 std::atomic<int> probed{0};  // 0: not yet, 1: usable, 2: not usable
 std::atomic<bool> registered_buffers{true};
 std::atomic<unsigned> max_workers{0};  // kernel workers per ring for file requests; 0: automatic
-
-unsigned machine_cores() noexcept
-{
-  static unsigned const cores = std::max(1U, std::thread::hardware_concurrency());
-  return cores;
-}
 
 // Registered-buffer table entries per thread ring: staging buffers of the transfers on the thread
 // (the default shape takes 4), with room for settings that take more.
