@@ -5,9 +5,19 @@
  * CUDASIM_JITTER_US (the ".jitter" variants) copies complete late and in random order of
  * streams, which is what exposes a slot reused too early.
  */
+#include <linux/mempolicy.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <set>
 #include <string>
@@ -24,6 +34,7 @@
 #include "common/device.hpp"
 #include "common/poison.hpp"
 #include "common/temp_dir.hpp"
+#include "cuda/pinned_memory.hpp"
 #include "cuda/stream_cache.hpp"
 
 using kvikio::test::api;
@@ -439,3 +450,108 @@ TEST_F(OnDevice, InjectedEventCreateFailure)
 }
 
 }  // namespace
+
+// Pinned staging: memory of this process, aligned for huge pages from 2 MiB up, registered (the
+// driver calls it host memory and copies from it), and not mapped at all in a child of fork():
+// copy-on-write would otherwise move the parent off the pages the device reads.
+TEST_F(OnDevice, PinnedStagingIsRegisteredAndKeptFromChildren)
+{
+  std::size_t const size = (std::size_t{4} << 20) + 4096;
+  void* pinned           = kvikio::CudaPinnedAllocator::allocate(size);
+  auto const address     = reinterpret_cast<std::uintptr_t>(pinned);
+  EXPECT_EQ(address % (std::size_t{2} << 20), 0U);
+  CUmemorytype type{};
+  KVIKIO_CUDA_DRIVER_TRY(
+    api().PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CUdeviceptr{address}));
+  EXPECT_EQ(type, CU_MEMORYTYPE_HOST);
+
+  auto const content = pattern(size, 41);
+  std::memcpy(pinned, content.data(), size);
+  DeviceBuffer dev{size};
+  kvikio::test::Stream stream;
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoDAsync(dev.ptr, pinned, size, stream.handle));
+  KVIKIO_CUDA_DRIVER_TRY(api().StreamSynchronize(stream.handle));
+  std::vector<std::uint8_t> back(size, poison);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, size));
+  EXPECT_EQ(back, content);
+
+  pid_t const pid = ::fork();
+  if (pid == 0) {  // msync(2) says ENOMEM for a range that is not mapped
+    int const r = ::msync(pinned, 4096, MS_ASYNC);
+    ::_exit(r != 0 && errno == ENOMEM ? 0 : 1);
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    << "the child of fork() has the parent's pinned staging mapped";
+  EXPECT_EQ(::msync(pinned, 4096, MS_ASYNC), 0) << "the parent's mapping stays";
+
+  kvikio::CudaPinnedAllocator::deallocate(pinned, size);
+  EXPECT_NE(::msync(pinned, 4096, MS_ASYNC), 0) << "freeing unmaps";
+}
+
+// The node staging is bound to: the device's node where the host has several online, none
+// otherwise (the kernel's list of online nodes as sysfs writes it).
+TEST(PinnedStaging, NodeFollowsTheDeviceOnlyWhereTheHostHasSeveral)
+{
+  using kvikio::detail::staging_numa_node;
+  EXPECT_EQ(staging_numa_node(0, "0\n"), -1);  // one node: nothing to choose
+  EXPECT_EQ(staging_numa_node(1, "0-1\n"), 1);
+  EXPECT_EQ(staging_numa_node(0, "0-1"), 0);
+  EXPECT_EQ(staging_numa_node(-1, "0-1"), -1);  // the driver knows no node
+  EXPECT_EQ(staging_numa_node(2, "0-1"), -1);   // not online
+  EXPECT_EQ(staging_numa_node(3, "0,2-3"), 3);
+  EXPECT_EQ(staging_numa_node(1, "0,2-3"), -1);
+  EXPECT_EQ(staging_numa_node(1, ""), -1);  // no sysfs: one node
+  EXPECT_EQ(staging_numa_node(1, "nodes"), -1);
+  EXPECT_EQ(staging_numa_node(1, "1-0"), -1);
+}
+
+// Binding: the pages prefer the node given, and are left to the kernel's default without one.
+TEST_F(OnDevice, PinnedStagingPrefersTheNodeItIsGiven)
+{
+  for (int const node : {0, -1}) {
+    void* pinned{};
+    ASSERT_EQ(kvikio::detail::pin_host_memory(std::size_t{2} << 20, node, &pinned), CUDA_SUCCESS);
+    int mode = -1;
+    std::array<unsigned long, 4> mask{};
+    long const r    = ::syscall(SYS_get_mempolicy, &mode, mask.data(), 256, pinned, MPOL_F_ADDR);
+    int const error = errno;
+    EXPECT_EQ(kvikio::detail::unpin_host_memory(pinned, std::size_t{2} << 20), CUDA_SUCCESS);
+    ASSERT_EQ(r, 0) << "get_mempolicy: errno " << error;
+    if (node >= 0) {
+      EXPECT_EQ(mode, MPOL_PREFERRED);
+      EXPECT_EQ(mask[0], 1UL << node);
+    } else {
+      EXPECT_EQ(mode, MPOL_DEFAULT);
+    }
+  }
+}
+
+// The device's node is the driver's: the simulator puts device d of n on node d * nodes / n
+// (CUDASIM_NUMA_NODES; ctest runs this test once more with 4 devices on 2 nodes); the choice for
+// this host follows its own list of online nodes.
+TEST_F(OnDevice, EachDeviceReportsItsNode)
+{
+  if (!kvikio::test::on_simulator()) {
+    GTEST_SKIP() << "the simulated topology is the simulator's; a GPU reports its own";
+  }
+  char const* knob = std::getenv("CUDASIM_NUMA_NODES");
+  int const nodes  = knob == nullptr ? 1 : std::atoi(knob);
+  int const n      = kvikio::test::device_count();
+  std::string online_nodes;
+  std::getline(std::ifstream{"/sys/devices/system/node/online"}, online_nodes);
+  for (int d = 0; d < n; ++d) {
+    int node = -1;
+    KVIKIO_CUDA_DRIVER_TRY(api().DeviceGetAttribute(&node, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, d));
+    EXPECT_EQ(node, d * nodes / n) << "device " << d;
+    // On a host with those nodes online, the device's staging goes to its node.
+    EXPECT_EQ(kvikio::detail::staging_numa_node(node, "0-" + std::to_string(nodes - 1)),
+              nodes > 1 ? node : -1)
+      << "device " << d;
+    EXPECT_EQ(kvikio::detail::staging_numa_node_of(d),
+              kvikio::detail::staging_numa_node(node, online_nodes))
+      << "device " << d << " on this host";
+  }
+}

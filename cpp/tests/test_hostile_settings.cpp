@@ -49,7 +49,7 @@ TEST_F(OnDevice, ARefusedPinningNamesTheSizeAndTheSetting)
   auto& pool = kvikio::CudaPinnedBounceBufferPool::instance();
   pool.clear();
   BounceBufferSize const size{3 << 20};
-  fail("cuMemHostAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY);
+  fail("cuMemHostRegister", 1, CUDA_ERROR_OUT_OF_MEMORY);
   try {
     (void)pool.get();
     ADD_FAILURE() << "a refused pinning was not reported";

@@ -39,8 +39,10 @@ class PageAlignedAllocator {
 };
 
 /**
- * @brief Page-aligned pinned host memory from `cuMemHostAlloc` (portable: usable from every
- * CUDA context), suitable for `O_DIRECT`.
+ * @brief Page-aligned pinned host memory (portable: usable from every CUDA context), suitable
+ * for `O_DIRECT`: memory of this process, huge pages where the kernel gives them, on the NUMA
+ * node of the current context's device where the host has several, registered with
+ * `cuMemHostRegister`, and not inherited by a child of `fork()`.
  */
 class CudaPinnedAllocator {
  public:
@@ -51,8 +53,8 @@ class CudaPinnedAllocator {
 };
 
 /**
- * @brief Pinned memory that is also page-aligned: the same as CudaPinnedAllocator, whose
- * `cuMemHostAlloc` gives page-aligned memory already.
+ * @brief Pinned memory that is also page-aligned: the same as CudaPinnedAllocator, whose memory
+ * is page-aligned already.
  */
 class CudaPageAlignedPinnedAllocator : public CudaPinnedAllocator {};
 

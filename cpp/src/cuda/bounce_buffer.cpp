@@ -20,6 +20,8 @@
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
 
+#include "cuda/pinned_memory.hpp"
+
 namespace kvikio {
 
 void* PageAlignedAllocator::allocate(std::size_t size)
@@ -41,11 +43,13 @@ void* CudaPinnedAllocator::allocate(std::size_t size)
   CUcontext current{};
   KVIKIO_CUDA_DRIVER_TRY(api.CtxGetCurrent(&current));
   // Pinning needs a context; with none current, device 0's primary one serves (portable memory
-  // is usable from every context anyway).
+  // is usable from every context anyway). The memory goes to the node of the context's device.
   std::optional<PushAndPopContext> guard;
   if (current == nullptr) { guard.emplace(get_primary_cuda_context(0)); }
+  CUdevice device{};
+  KVIKIO_CUDA_DRIVER_TRY(api.CtxGetDevice(&device));
   void* buffer{};
-  CUresult const r = api.MemHostAlloc(&buffer, size, CU_MEMHOSTALLOC_PORTABLE);
+  CUresult const r = detail::pin_host_memory(size, detail::staging_numa_node_of(device), &buffer);
   if (r != CUDA_SUCCESS) {
     // The CUDA error's fixed wording first, then what was asked for and which settings decide it.
     throw CUfileException(detail::cuda_error_message(r, __FILE__, __LINE__) + " [KvikIO: pinning " +
@@ -66,7 +70,7 @@ void CudaPinnedAllocator::deallocate(void* buffer, std::size_t size) noexcept
     KVIKIO_CUDA_DRIVER_TRY(api.CtxGetCurrent(&current));
     std::optional<PushAndPopContext> guard;
     if (current == nullptr) { guard.emplace(get_primary_cuda_context(0)); }
-    KVIKIO_CUDA_DRIVER_TRY(api.MemFreeHost(buffer));
+    KVIKIO_CUDA_DRIVER_TRY(detail::unpin_host_memory(buffer, size));
   } catch (std::exception const& e) {
     KVIKIO_LOG_ERROR("freeing a pinned bounce buffer of ", size, " bytes failed: ", e.what());
   }

@@ -23,8 +23,8 @@
 namespace kvikio::detail {
 
 // The ring is taken at the first write, not here: a transfer then connects without waiting for
-// pinned memory (a fresh bounce buffer is a `cuMemHostAlloc`, milliseconds, serialised by the
-// driver), so the connections of threads that start together open together, and a transfer
+// pinned memory (a fresh bounce buffer is pinned by the driver: milliseconds, serialised by
+// it), so the connections of threads that start together open together, and a transfer
 // waiting for its first byte holds no pinned memory.
 RemoteSink::RemoteSink(void* dst, std::size_t capacity, CUcontext device_context)
   : dst_{static_cast<std::byte*>(dst)},

@@ -98,6 +98,11 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevi
     case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1: *pi = 0; break;
     case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1: *pi = 0; break;
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *pi = dev; break;
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: {  // the simulated topology (CUDASIM_NUMA_NODES)
+      auto const& k = Simulator::get().knobs();
+      *pi           = dev * k.numa_nodes / k.devices;
+      break;
+    }
     default:
       return Simulator::get().misuse(
         "cuDeviceGetAttribute",

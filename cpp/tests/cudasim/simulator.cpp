@@ -137,6 +137,8 @@ Simulator::Simulator()
   knobs_.jitter_us   = static_cast<unsigned>(knob_number("CUDASIM_JITTER_US", 0, 10'000'000));
   knobs_.seed        = knob_number("CUDASIM_SEED", 1, UINT64_MAX);
   knobs_.hw_queues   = knob_number("CUDASIM_HW_QUEUES", 0, 1024);
+  knobs_.numa_nodes  = static_cast<int>(knob_number("CUDASIM_NUMA_NODES", 1, 64));
+  if (knobs_.numa_nodes == 0) { bad_knob("CUDASIM_NUMA_NODES", "0", "at least 1"); }
   for (std::size_t i = 0; i < knobs_.hw_queues; ++i) {
     hw_queues.push_back(std::make_unique<HardwareQueue>());
   }

@@ -140,6 +140,7 @@ struct Knobs {
   unsigned jitter_us{0};
   std::uint64_t seed{1};
   std::size_t hw_queues{0};  // hardware queues the streams share; 0: each stream its own
+  int numa_nodes{1};         // host nodes; device d is closest to node d * numa_nodes / devices
   struct FailRule {
     std::string entry;  // unversioned name, e.g. cuMemAlloc
     std::uint64_t nth;  // 1-based call number
