@@ -135,7 +135,7 @@ struct Operation final : ReadyPieces {
     } catch (std::exception const& e) {
       KVIKIO_LOG_ERROR("stream-ordered I/O: reporting the result failed: ", e.what());
     }
-    ring->end_operation(number);
+    ring->end_operation(number, num_groups);
   }
 
   /// The stream's part: reads wait for a slot's bytes, copy, count the copy done; writes wait
@@ -238,7 +238,7 @@ void run_stream_ordered(StreamOrderedRange const& range,
   // must not be used (nothing would keep its memory once the operation ends): ask again.
   std::unique_lock<std::mutex> planning;
   while (true) {
-    op->ring = staging_ring_for(stream, num_slots, slot_size);
+    op->ring = staging_ring_for(stream, num_slots, slot_size, size);
     planning = std::unique_lock{op->ring->mutex()};
     if (!op->ring->retired()) { break; }
     planning.unlock();
@@ -257,7 +257,7 @@ void run_stream_ordered(StreamOrderedRange const& range,
     (op->num_groups - 1) * op->pieces_per_group + (last_size + op->piece_size - 1) / op->piece_size;
   op->pieces_left.store(op->num_pieces, std::memory_order_relaxed);
 
-  op->number = ring.begin_operation();
+  op->number = ring.begin_operation(op->num_groups);
   for (std::size_t i = 0; i < op->num_groups; ++i) {
     auto& g                  = op->groups[i];
     auto& slot               = ring.next_slot();
@@ -281,7 +281,7 @@ void run_stream_ordered(StreamOrderedRange const& range,
       slot.host_done.store(slot.generation);
       slot.stream_done.store(slot.generation);
     }
-    ring.end_operation(op->number);
+    ring.end_operation(op->number, op->num_groups);
     throw;
   }
 

@@ -83,6 +83,10 @@ void run_stream_ordered(StreamOrderedRange const& range,
 /// @brief Frees the staging rings that are idle (nothing of theirs in flight); returns how many.
 std::size_t free_idle_staging();
 
+/// @brief Waits until every stream's full ring that is being pinned is pinned (it takes over at
+/// that stream's next call). For tests.
+void wait_for_staging_pinning();
+
 /**
  * @brief For tests: force one kind of wait (std::nullopt: choose, the default: stream memory
  * operations, or host functions once the driver refused them).

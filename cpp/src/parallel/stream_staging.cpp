@@ -3,12 +3,17 @@
  */
 #include "parallel/stream_staging.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -132,10 +137,13 @@ StagingRing::StagingRing(std::size_t num_slots, std::size_t slot_size)
     operations_ended_{Counter::take()},
     ended_in_order_{operations_ended_.load()}
 {
-  KVIKIO_NVTX_FUNC_RANGE();  // pins the stream's staging: on the caller, at a stream's first call
+  KVIKIO_NVTX_FUNC_RANGE();  // pins the stream's staging
   operations_begun_ = ended_in_order_;
   slots_.reserve(num_slots);
   try {
+    // One block for every slot: one mapping and one registration.
+    block_      = CudaPinnedAllocator::allocate(num_slots * slot_size);
+    block_size_ = num_slots * slot_size;
     for (std::size_t i = 0; i < num_slots; ++i) {
       auto host_done   = Counter::take();
       auto stream_done = Counter::take();
@@ -144,15 +152,8 @@ StagingRing::StagingRing(std::size_t num_slots, std::size_t slot_size)
         reached(host_done.load(), stream_done.load()) ? host_done.load() : stream_done.load();
       host_done.store(base);
       stream_done.store(base);
-      void* memory = nullptr;
-      try {
-        memory = CudaPinnedAllocator::allocate(slot_size);
-      } catch (...) {
-        Counter::give_back(host_done);
-        Counter::give_back(stream_done);
-        throw;
-      }
-      slots_.push_back(StagingSlot{memory, host_done, stream_done, base});
+      slots_.push_back(
+        StagingSlot{static_cast<std::byte*>(block_) + i * slot_size, host_done, stream_done, base});
     }
   } catch (...) {
     release();
@@ -164,8 +165,9 @@ StagingRing::~StagingRing() noexcept { release(); }
 
 void StagingRing::release() noexcept
 {
+  if (block_ != nullptr) { free_pinned_off_workers(block_, block_size_); }
+  block_ = nullptr;
   for (auto& slot : slots_) {
-    free_pinned_off_workers(slot.memory, slot_size_);
     Counter::give_back(slot.host_done);
     Counter::give_back(slot.stream_done);
   }
@@ -180,8 +182,9 @@ StagingSlot& StagingRing::next_slot() noexcept
   return slot;
 }
 
-void StagingRing::end_operation(std::uint32_t number) noexcept
+void StagingRing::end_operation(std::uint32_t number, std::size_t groups) noexcept
 {
+  groups_in_flight_.fetch_sub(groups, std::memory_order_relaxed);
   std::lock_guard const lock{ended_mutex_};
   if (number != ended_in_order_ + 1) {
     try {
@@ -236,9 +239,79 @@ namespace {
 // up to threads x KVIKIO_BOUNCE_BUFFER_SIZE of pinned memory.
 constexpr std::size_t rings_kept = 8;
 
+// A stream's first calls stage through a starter ring of this many bytes (one huge page: pinned
+// in a fraction of a millisecond) while its full ring is pinned on a thread of its own, and up to
+// this many uses of its slots in flight (two stream operations each: the stream holds about 1000
+// before enqueuing blocks). A call that would pass that waits for the full ring.
+constexpr std::size_t starter_bytes     = std::size_t{2} << 20;
+constexpr std::size_t starter_most_uses = 256;
+
+/// A full ring being pinned on a thread of its own.
+struct RingInWaiting {
+  std::mutex mutex;
+  std::condition_variable pinned;
+  bool done{false};
+  std::shared_ptr<StagingRing> ring;  // once done; null where pinning failed
+  std::string error;
+};
+
+// Pinning threads still running: the process waits for them at exit (a thread inside the driver
+// while its static state is torn down could crash the exit).
+std::atomic<int> pinning_threads{0};
+
+void wait_for_pinning_threads() noexcept
+{
+  for (int i = 0; i < 2000 && pinning_threads.load() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+/// Starts pinning a ring of `num_slots` x `slot_size` in `ctx` on a thread of its own.
+std::shared_ptr<RingInWaiting> pin_in_background(CUcontext ctx,
+                                                 std::size_t num_slots,
+                                                 std::size_t slot_size)
+{
+  // Registered after the driver's own exit handlers (the driver is initialised by now), so it
+  // runs before them.
+  static bool const waits_at_exit = std::atexit(wait_for_pinning_threads) == 0;
+  // A child of fork() has none of its parent's threads.
+  static bool const forgets_at_fork =
+    ::pthread_atfork(nullptr, nullptr, [] { pinning_threads.store(0); }) == 0;
+  (void)waits_at_exit;
+  (void)forgets_at_fork;
+  auto waiting = std::make_shared<RingInWaiting>();
+  pinning_threads.fetch_add(1);
+  try {
+    std::thread{[ctx, num_slots, slot_size, waiting]() mutable {
+      std::shared_ptr<StagingRing> ring;
+      std::string error;
+      try {
+        PushAndPopContext const pushed{ctx};
+        ring = std::make_shared<StagingRing>(num_slots, slot_size);
+      } catch (std::exception const& e) {
+        error = e.what();
+      }
+      {
+        std::lock_guard const lock{waiting->mutex};
+        waiting->ring  = std::move(ring);
+        waiting->error = std::move(error);
+        waiting->done  = true;
+      }
+      waiting->pinned.notify_all();
+      waiting.reset();  // the last holder frees an unwanted ring here, before the count drops
+      pinning_threads.fetch_sub(1);
+    }}.detach();
+  } catch (...) {
+    pinning_threads.fetch_sub(1);
+    throw;
+  }
+  return waiting;
+}
+
 struct Entry {
   std::shared_ptr<StagingRing> ring;
   std::uint64_t last_use;
+  std::shared_ptr<RingInWaiting> waiting{};  // the full ring, while `ring` is the starter
 };
 using Key = std::tuple<CUcontext, CUstream, std::thread::id>;
 
@@ -272,36 +345,97 @@ void free_idle_rings_locked(std::size_t keep, std::vector<Entry>& dying)
   }
 }
 
+std::size_t uses_of(std::size_t bytes, StagingRing const& ring)
+{
+  return (bytes + ring.slot_size() - 1) / ring.slot_size();
+}
+
+// Under the registry's lock: once the full ring of `entry` is pinned it takes over (the starter
+// lives on while operations hold it, and is freed now if idle). Returns the RingInWaiting to wait
+// for where the starter cannot take a call of `bytes` (too many uses in flight), else null.
+std::shared_ptr<RingInWaiting> settle_starter_locked(Entry& entry,
+                                                     std::size_t bytes,
+                                                     std::vector<Entry>& dying)
+{
+  std::unique_lock waiting_lock{entry.waiting->mutex};
+  if (!entry.waiting->done) {
+    if (entry.ring->groups_in_flight() + uses_of(bytes, *entry.ring) <= starter_most_uses) {
+      return nullptr;
+    }
+    return entry.waiting;
+  }
+  auto full = std::move(entry.waiting->ring);
+  if (!full) {
+    KVIKIO_LOG_ERROR("stream-ordered I/O: pinning a stream's staging failed (",
+                     entry.waiting->error,
+                     "); its calls go on through the small ring, and the next call once it is "
+                     "idle pins again");
+  }
+  waiting_lock.unlock();
+  entry.waiting.reset();
+  if (full) {
+    auto starter = std::exchange(entry.ring, std::move(full));
+    if (starter->retire_if_idle()) { dying.push_back(Entry{std::move(starter), 0}); }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
                                               std::size_t num_slots,
-                                              std::size_t slot_size)
+                                              std::size_t slot_size,
+                                              std::size_t bytes)
 {
   CUcontext ctx{};
   KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
   Key const key{
     ctx, stream, stream == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id{}};
   free_orphans();
-  // A ring dropped here lives on while operations hold it; it is idle, so they are ending.
-  std::vector<Entry> dying;  // destroyed after the lock is released
-  std::lock_guard const lock{registry_mutex};
-  auto& rings = registry();
-  auto it     = rings.find(key);
-  if (it != rings.end()) {
-    auto& ring         = it->second.ring;
-    bool const reshape = ring->num_slots() != num_slots || ring->slot_size() != slot_size;
-    if (!reshape || !ring->retire_if_idle()) {
-      it->second.last_use = ++uses;
-      return ring;
+  while (true) {
+    std::shared_ptr<RingInWaiting> wait_for;
+    {
+      // A ring dropped here lives on while operations hold it; it is idle, so they are ending.
+      std::vector<Entry> dying;  // destroyed after the lock is released
+      std::lock_guard const lock{registry_mutex};
+      auto& rings = registry();
+      auto it     = rings.find(key);
+      if (it != rings.end() && it->second.waiting) {
+        wait_for = settle_starter_locked(it->second, bytes, dying);
+        if (!wait_for && it->second.waiting) {  // the starter takes this call
+          it->second.last_use = ++uses;
+          return it->second.ring;
+        }
+      }
+      if (!wait_for) {
+        if (it != rings.end()) {
+          auto& ring         = it->second.ring;
+          bool const reshape = ring->num_slots() != num_slots || ring->slot_size() != slot_size;
+          if (!reshape || !ring->retire_if_idle()) {
+            it->second.last_use = ++uses;
+            return ring;
+          }
+          dying.push_back(std::move(it->second));
+          rings.erase(it);
+        }
+        free_idle_rings_locked(rings_kept - 1, dying);
+        // A stream's first ring: larger ones are pinned on a thread of their own while a
+        // starter of one huge page takes the first calls, unless this call alone would fill it.
+        std::size_t const page    = get_page_size();
+        std::size_t const starter = std::max(page, starter_bytes / num_slots / page * page);
+        bool const start_small    = num_slots * slot_size > starter_bytes && starter < slot_size &&
+                                 (bytes + starter - 1) / starter <= starter_most_uses;
+        Entry entry{std::make_shared<StagingRing>(num_slots, start_small ? starter : slot_size),
+                    ++uses};
+        if (start_small) { entry.waiting = pin_in_background(ctx, num_slots, slot_size); }
+        auto ring = entry.ring;
+        rings.emplace(key, std::move(entry));
+        return ring;
+      }
     }
-    dying.push_back(std::move(it->second));
-    rings.erase(it);
+    std::unique_lock lock{wait_for->mutex};
+    wait_for->pinned.wait(lock, [&] { return wait_for->done; });
   }
-  free_idle_rings_locked(rings_kept - 1, dying);
-  auto ring = std::make_shared<StagingRing>(num_slots, slot_size);
-  rings.emplace(key, Entry{ring, ++uses});
-  return ring;
 }
 
 std::size_t staging_pinned_bytes()
@@ -321,6 +455,21 @@ std::size_t free_idle_staging()
   std::lock_guard const lock{registry_mutex};
   free_idle_rings_locked(0, dying);
   return dying.size();
+}
+
+void wait_for_staging_pinning()
+{
+  std::vector<std::shared_ptr<RingInWaiting>> pending;
+  {
+    std::lock_guard const lock{registry_mutex};
+    for (auto const& [key, entry] : registry()) {
+      if (entry.waiting) { pending.push_back(entry.waiting); }
+    }
+  }
+  for (auto const& waiting : pending) {
+    std::unique_lock lock{waiting->mutex};
+    waiting->pinned.wait(lock, [&] { return waiting->done; });
+  }
 }
 
 }  // namespace kvikio::detail

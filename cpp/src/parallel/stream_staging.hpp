@@ -99,10 +99,21 @@ class StagingRing {
 
   /// @brief The next slot in round-robin order (under mutex()).
   StagingSlot& next_slot() noexcept;
-  /// @brief Numbers a new operation (under mutex()).
-  std::uint32_t begin_operation() noexcept { return ++operations_begun_; }
-  /// @brief Operation `number` has ended; the count of ended operations moves on in order.
-  void end_operation(std::uint32_t number) noexcept;
+  /// @brief Numbers a new operation of `groups` uses of slots (under mutex()).
+  std::uint32_t begin_operation(std::size_t groups) noexcept
+  {
+    groups_in_flight_.fetch_add(groups, std::memory_order_relaxed);
+    return ++operations_begun_;
+  }
+  /// @brief Operation `number`, of `groups` uses, has ended; the count of ended operations moves
+  /// on in order.
+  void end_operation(std::uint32_t number, std::size_t groups) noexcept;
+  /// @brief Uses of slots by operations that have not ended: about the stream operations the
+  /// ring has enqueued and the stream has not yet run (two for each).
+  [[nodiscard]] std::size_t groups_in_flight() const noexcept
+  {
+    return groups_in_flight_.load(std::memory_order_relaxed);
+  }
   [[nodiscard]] Counter const& operations_ended() const noexcept { return operations_ended_; }
 
   /// @brief After an enqueue failed and the stream was synchronised: the stream's part of every
@@ -124,7 +135,10 @@ class StagingRing {
 
   mutable std::mutex mutex_;
   std::size_t slot_size_;
+  void* block_{nullptr};  // every slot's memory, pinned as one
+  std::size_t block_size_{0};
   std::vector<StagingSlot> slots_;
+  std::atomic<std::size_t> groups_in_flight_{0};
   std::size_t cursor_{0};
   std::uint32_t operations_begun_;
   bool retired_{false};  // under mutex_
@@ -137,12 +151,17 @@ class StagingRing {
 
 /**
  * @brief The staging ring of `stream` in the current context (per calling thread for
- * CU_STREAM_PER_THREAD), created at first use. A ring whose shape differs from the one asked
- * for is replaced once it is idle (until then it serves as it is). Rings of other streams that
- * are idle are freed, least recently used first, while more than a few exist.
+ * CU_STREAM_PER_THREAD) for a call of `bytes`, created at first use. A first ring larger than a
+ * huge page starts as a starter of one huge page in the same number of slots, pinned at once,
+ * while the full one is pinned on a thread of its own; the starter takes calls while it has at
+ * most 256 uses of slots in flight (a call that would pass that waits for the full ring), and the
+ * full ring takes over once pinned. A ring whose shape differs from the one asked for is replaced
+ * once it is idle (until then it serves as it is). Rings of other streams that are idle are
+ * freed, least recently used first, while more than a few exist.
  */
 [[nodiscard]] std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
                                                             std::size_t num_slots,
-                                                            std::size_t slot_size);
+                                                            std::size_t slot_size,
+                                                            std::size_t bytes);
 
 }  // namespace kvikio::detail
