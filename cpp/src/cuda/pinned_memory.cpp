@@ -130,7 +130,8 @@ CUresult pin_host_memory(std::size_t size, int numa_node, void** memory)
     }
   }
   populate(p, length);
-  CUresult const r = cudaAPI::instance().MemHostRegister(p, length, CU_MEMHOSTREGISTER_PORTABLE);
+  CUresult const r = cudaAPI::instance().MemHostRegister(
+    p, length, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
   if (r != CUDA_SUCCESS) {
     ::munmap(p, length);
     return r;

@@ -17,8 +17,8 @@ namespace kvikio::detail {
 /**
  * @brief Pins `size` bytes: maps them (aligned to 2 MiB from 2 MiB up, so that huge pages can
  * back them), asks for huge pages, binds them to `numa_node` (preferred, not required; -1: no
- * binding), faults them in and registers them, portable to every context. The caller has pushed
- * a context.
+ * binding), faults them in and registers them, portable to every context and mapped into the
+ * devices' address space (cuMemHostGetDevicePointer). The caller has pushed a context.
  *
  * Registering memory the process mapped pins its pages 2-3x faster than `cuMemHostAlloc`, and
  * only it can choose the node. The mapping is not inherited by a child of fork(): the device

@@ -27,6 +27,7 @@
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
 
+#include "cuda/pinned_memory.hpp"
 #include "parallel/stream_ordered.hpp"
 #include "parallel/stream_workers.hpp"
 
@@ -64,8 +65,11 @@ class CounterPool {
   {
     constexpr std::size_t page = 4096;
     void* mem                  = nullptr;
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().MemHostAlloc(
-      &mem, page, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+    // Registered rather than from cuMemHostAlloc, whose first call in a process costs the
+    // driver a millisecond or two more than a first registration: this page is part of a
+    // process's first stream-ordered call. Not inherited by a child of fork(): the device
+    // polls the parent's pages.
+    KVIKIO_CUDA_DRIVER_TRY(pin_host_memory(page, -1, &mem));
     CUdeviceptr dev{};
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().MemHostGetDevicePointer(&dev, mem, 0));
     auto* words = static_cast<std::atomic<std::uint32_t>*>(mem);
