@@ -49,7 +49,11 @@ void* CudaPinnedAllocator::allocate(std::size_t size)
   CUdevice device{};
   KVIKIO_CUDA_DRIVER_TRY(api.CtxGetDevice(&device));
   void* buffer{};
-  CUresult const r = detail::pin_host_memory(size, detail::staging_numa_node_of(device), &buffer);
+  CUresult r = CUDA_ERROR_OUT_OF_MEMORY;  // where the memory cannot even be mapped
+  try {
+    r = detail::pin_host_memory(size, detail::staging_numa_node_of(device), &buffer);
+  } catch (std::bad_alloc const&) {
+  }
   if (r != CUDA_SUCCESS) {
     // The CUDA error's fixed wording first, then what was asked for and which settings decide it.
     throw CUfileException(detail::cuda_error_message(r, __FILE__, __LINE__) + " [KvikIO: pinning " +

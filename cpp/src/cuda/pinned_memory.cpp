@@ -123,7 +123,8 @@ CUresult pin_host_memory(std::size_t size, int numa_node, void** memory)
     unsigned long mask[4]{};  // nodes 0..255
     if (static_cast<std::size_t>(numa_node) < 4 * bits) {
       mask[numa_node / bits] = 1UL << (numa_node % bits);
-      if (::syscall(SYS_mbind, p, length, MPOL_PREFERRED, mask, 4 * bits, 0) != 0) {
+      // maxnode counts one more than the highest node the mask can name.
+      if (::syscall(SYS_mbind, p, length, MPOL_PREFERRED, mask, 4 * bits + 1, 0) != 0) {
         KVIKIO_LOG_INFO(
           "pinned staging: binding to NUMA node ", numa_node, " refused (errno ", errno, ")");
       }

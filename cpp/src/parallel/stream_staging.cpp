@@ -10,9 +10,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -71,7 +73,11 @@ class CounterPool {
     // polls the parent's pages.
     KVIKIO_CUDA_DRIVER_TRY(pin_host_memory(page, -1, &mem));
     CUdeviceptr dev{};
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().MemHostGetDevicePointer(&dev, mem, 0));
+    if (CUresult const r = cudaAPI::instance().MemHostGetDevicePointer(&dev, mem, 0);
+        r != CUDA_SUCCESS) {
+      (void)unpin_host_memory(mem, page);
+      KVIKIO_CUDA_DRIVER_TRY(r);
+    }
     auto* words = static_cast<std::atomic<std::uint32_t>*>(mem);
     for (std::size_t i = 0; i < page / sizeof(std::uint32_t); ++i) {
       new (words + i) std::atomic<std::uint32_t>{0};
@@ -243,25 +249,28 @@ namespace {
 // up to threads x KVIKIO_BOUNCE_BUFFER_SIZE of pinned memory.
 constexpr std::size_t rings_kept = 8;
 
-// A stream's first calls stage through a starter ring of this many bytes (one huge page: pinned
-// in a fraction of a millisecond) while its full ring is pinned on a thread of its own, and up to
-// this many uses of its slots in flight (two stream operations each: the stream holds about 1000
-// before enqueuing blocks). A call that would pass that waits for the full ring.
+// A stream's first calls stage through a starter ring of at most this many bytes (one huge
+// page: pinned in a fraction of a millisecond) while its full ring is pinned on a thread of its
+// own, and up to this many uses of its slots in flight (two stream operations each: the stream
+// holds about 1000 before enqueuing blocks). A call that would pass that waits for the full ring.
 constexpr std::size_t starter_bytes     = std::size_t{2} << 20;
 constexpr std::size_t starter_most_uses = 256;
 
 /// A full ring being pinned on a thread of its own.
-struct RingInWaiting {
+struct PendingFullRing {
   std::mutex mutex;
   std::condition_variable pinned;
   bool done{false};
   std::shared_ptr<StagingRing> ring;  // once done; null where pinning failed
-  std::string error;
+  std::exception_ptr error;
 };
 
 // Pinning threads still running: the process waits for them at exit (a thread inside the driver
 // while its static state is torn down could crash the exit).
 std::atomic<int> pinning_threads{0};
+// Once a full ring failed to pin in the background, rings are pinned on the caller, whose call
+// then reports the failure, rather than retried in the background and logged at every call.
+std::atomic<bool> background_pinning_failed{false};
 
 void wait_for_pinning_threads() noexcept
 {
@@ -271,9 +280,10 @@ void wait_for_pinning_threads() noexcept
 }
 
 /// Starts pinning a ring of `num_slots` x `slot_size` in `ctx` on a thread of its own.
-std::shared_ptr<RingInWaiting> pin_in_background(CUcontext ctx,
-                                                 std::size_t num_slots,
-                                                 std::size_t slot_size)
+/// @throws std::system_error if the thread cannot be started.
+std::shared_ptr<PendingFullRing> pin_in_background(CUcontext ctx,
+                                                   std::size_t num_slots,
+                                                   std::size_t slot_size)
 {
   // Registered after the driver's own exit handlers (the driver is initialised by now), so it
   // runs before them.
@@ -283,39 +293,44 @@ std::shared_ptr<RingInWaiting> pin_in_background(CUcontext ctx,
     ::pthread_atfork(nullptr, nullptr, [] { pinning_threads.store(0); }) == 0;
   (void)waits_at_exit;
   (void)forgets_at_fork;
-  auto waiting = std::make_shared<RingInWaiting>();
+  auto pending = std::make_shared<PendingFullRing>();
   pinning_threads.fetch_add(1);
   try {
-    std::thread{[ctx, num_slots, slot_size, waiting]() mutable {
-      std::shared_ptr<StagingRing> ring;
-      std::string error;
-      try {
-        PushAndPopContext const pushed{ctx};
-        ring = std::make_shared<StagingRing>(num_slots, slot_size);
-      } catch (std::exception const& e) {
-        error = e.what();
-      }
+    std::thread{[ctx, num_slots, slot_size, pending]() mutable {
       {
-        std::lock_guard const lock{waiting->mutex};
-        waiting->ring  = std::move(ring);
-        waiting->error = std::move(error);
-        waiting->done  = true;
+        // The context stays pushed until the thread lets go of `pending`: if nobody wants the
+        // ring any more, it is freed here, in its own context.
+        std::optional<PushAndPopContext> pushed;
+        std::shared_ptr<StagingRing> ring;
+        std::exception_ptr error;
+        try {
+          pushed.emplace(ctx);
+          ring = std::make_shared<StagingRing>(num_slots, slot_size);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        {
+          std::lock_guard const lock{pending->mutex};
+          pending->ring  = std::move(ring);
+          pending->error = error;
+          pending->done  = true;
+        }
+        pending->pinned.notify_all();
+        pending.reset();
       }
-      waiting->pinned.notify_all();
-      waiting.reset();  // the last holder frees an unwanted ring here, before the count drops
       pinning_threads.fetch_sub(1);
     }}.detach();
   } catch (...) {
     pinning_threads.fetch_sub(1);
     throw;
   }
-  return waiting;
+  return pending;
 }
 
 struct Entry {
   std::shared_ptr<StagingRing> ring;
   std::uint64_t last_use;
-  std::shared_ptr<RingInWaiting> waiting{};  // the full ring, while `ring` is the starter
+  std::shared_ptr<PendingFullRing> pending{};  // the full ring, while `ring` is the starter
 };
 using Key = std::tuple<CUcontext, CUstream, std::thread::id>;
 
@@ -325,10 +340,33 @@ std::map<Key, Entry>& registry()
   static detail::BuiltOnce<std::map<Key, Entry>> rings;  // rings may outlive the driver
   return rings.get([] { return new std::map<Key, Entry>(); });
 }
+// Starters the full ring replaced while operations still used them: kept until idle (their
+// streams may still copy out of them), then freed like any idle ring.
+std::vector<std::shared_ptr<StagingRing>>& draining()
+{
+  static detail::BuiltOnce<std::vector<std::shared_ptr<StagingRing>>> rings;
+  return rings.get([] { return new std::vector<std::shared_ptr<StagingRing>>(); });
+}
 std::uint64_t uses = 0;
 
-// Frees idle rings while more than `keep` exist; they go to `dying`, destroyed once the
-// registry's lock is released (freeing pinned memory waits for the device).
+// Idle rings go to `dying`, destroyed once the registry's lock is released (freeing pinned
+// memory waits for the device).
+
+// The draining starters that are idle.
+void free_drained_starters_locked(std::vector<Entry>& dying)
+{
+  auto& starters = draining();
+  for (auto it = starters.begin(); it != starters.end();) {
+    if ((*it)->retire_if_idle()) {
+      dying.push_back(Entry{std::move(*it), 0});
+      it = starters.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// Idle rings while more than `keep` exist, least recently used first.
 void free_idle_rings_locked(std::size_t keep, std::vector<Entry>& dying)
 {
   auto& rings = registry();
@@ -340,9 +378,9 @@ void free_idle_rings_locked(std::size_t keep, std::vector<Entry>& dying)
   std::sort(by_age.begin(), by_age.end(), [](auto a, auto b) {
     return a->second.last_use < b->second.last_use;
   });
-  for (auto it : by_age) {  // busy ones stay: over the bound until they are idle
+  for (auto it : by_age) {  // busy ones, and starters, stay: over the bound until idle
     if (rings.size() <= keep) { return; }
-    if (it->second.ring->retire_if_idle()) {
+    if (!it->second.pending && it->second.ring->retire_if_idle()) {
       dying.push_back(std::move(it->second));
       rings.erase(it);
     }
@@ -354,32 +392,48 @@ std::size_t uses_of(std::size_t bytes, StagingRing const& ring)
   return (bytes + ring.slot_size() - 1) / ring.slot_size();
 }
 
-// Under the registry's lock: once the full ring of `entry` is pinned it takes over (the starter
-// lives on while operations hold it, and is freed now if idle). Returns the RingInWaiting to wait
-// for where the starter cannot take a call of `bytes` (too many uses in flight), else null.
-std::shared_ptr<RingInWaiting> settle_starter_locked(Entry& entry,
-                                                     std::size_t bytes,
-                                                     std::vector<Entry>& dying)
+// Under the registry's lock, for an entry whose ring is a starter: once the full ring is pinned
+// it takes over (a busy starter drains, an idle one goes to `dying`); while it is not, returns
+// the PendingFullRing to wait for if the starter cannot take a call of `bytes` (too many uses in
+// flight), else null (the starter takes the call).
+std::shared_ptr<PendingFullRing> take_full_ring_or_wait_locked(Entry& entry,
+                                                               std::size_t bytes,
+                                                               std::vector<Entry>& dying)
 {
-  std::unique_lock waiting_lock{entry.waiting->mutex};
-  if (!entry.waiting->done) {
+  std::unique_lock pending_lock{entry.pending->mutex};
+  if (!entry.pending->done) {
     if (entry.ring->groups_in_flight() + uses_of(bytes, *entry.ring) <= starter_most_uses) {
       return nullptr;
     }
-    return entry.waiting;
+    return entry.pending;
   }
-  auto full = std::move(entry.waiting->ring);
+  auto full        = std::move(entry.pending->ring);
+  auto const error = entry.pending->error;
+  pending_lock.unlock();
+  entry.pending.reset();
   if (!full) {
-    KVIKIO_LOG_ERROR("stream-ordered I/O: pinning a stream's staging failed (",
-                     entry.waiting->error,
-                     "); its calls go on through the small ring, and the next call once it is "
-                     "idle pins again");
+    background_pinning_failed.store(true);
+    try {
+      std::rethrow_exception(error);
+    } catch (std::exception const& e) {
+      KVIKIO_LOG_ERROR("stream-ordered I/O: pinning a stream's staging failed (",
+                       e.what(),
+                       "); its calls go on through its small ring, and the next call once it is "
+                       "idle pins on the caller");
+    } catch (...) {
+      KVIKIO_LOG_ERROR("stream-ordered I/O: pinning a stream's staging failed");
+    }
+    return nullptr;
   }
-  waiting_lock.unlock();
-  entry.waiting.reset();
-  if (full) {
-    auto starter = std::exchange(entry.ring, std::move(full));
-    if (starter->retire_if_idle()) { dying.push_back(Entry{std::move(starter), 0}); }
+  if (entry.ring->retire_if_idle()) {
+    dying.push_back(Entry{std::exchange(entry.ring, std::move(full)), 0});
+    return nullptr;
+  }
+  try {
+    draining().push_back(entry.ring);
+    entry.ring = std::move(full);
+  } catch (...) {  // out of memory: the starter serves on, the full ring goes
+    dying.push_back(Entry{std::move(full), 0});
   }
   return nullptr;
 }
@@ -397,21 +451,22 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
     ctx, stream, stream == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id{}};
   free_orphans();
   while (true) {
-    std::shared_ptr<RingInWaiting> wait_for;
+    std::shared_ptr<PendingFullRing> wait_for;
     {
       // A ring dropped here lives on while operations hold it; it is idle, so they are ending.
       std::vector<Entry> dying;  // destroyed after the lock is released
       std::lock_guard const lock{registry_mutex};
       auto& rings = registry();
       auto it     = rings.find(key);
-      if (it != rings.end() && it->second.waiting) {
-        wait_for = settle_starter_locked(it->second, bytes, dying);
-        if (!wait_for && it->second.waiting) {  // the starter takes this call
+      if (it != rings.end() && it->second.pending) {
+        wait_for = take_full_ring_or_wait_locked(it->second, bytes, dying);
+        if (!wait_for && it->second.pending) {  // the starter takes this call
           it->second.last_use = ++uses;
           return it->second.ring;
         }
       }
       if (!wait_for) {
+        free_drained_starters_locked(dying);
         if (it != rings.end()) {
           auto& ring         = it->second.ring;
           bool const reshape = ring->num_slots() != num_slots || ring->slot_size() != slot_size;
@@ -423,15 +478,25 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
           rings.erase(it);
         }
         free_idle_rings_locked(rings_kept - 1, dying);
-        // A stream's first ring: larger ones are pinned on a thread of their own while a
-        // starter of one huge page takes the first calls, unless this call alone would fill it.
-        std::size_t const page    = get_page_size();
-        std::size_t const starter = std::max(page, starter_bytes / num_slots / page * page);
-        bool const start_small    = num_slots * slot_size > starter_bytes && starter < slot_size &&
-                                 (bytes + starter - 1) / starter <= starter_most_uses;
-        Entry entry{std::make_shared<StagingRing>(num_slots, start_small ? starter : slot_size),
-                    ++uses};
-        if (start_small) { entry.waiting = pin_in_background(ctx, num_slots, slot_size); }
+        // A stream's first ring: one larger than a huge page is pinned on a thread of its own
+        // while a starter of at most one huge page, in as many slots, takes the first calls,
+        // unless this call alone would fill the starter.
+        std::size_t const page         = get_page_size();
+        std::size_t const starter_slot = starter_bytes / num_slots / page * page;
+        bool const start_small         = !background_pinning_failed.load() && starter_slot > 0 &&
+                                 starter_slot < slot_size &&
+                                 (bytes + starter_slot - 1) / starter_slot <= starter_most_uses;
+        Entry entry{
+          std::make_shared<StagingRing>(num_slots, start_small ? starter_slot : slot_size), ++uses};
+        if (start_small) {
+          try {
+            entry.pending = pin_in_background(ctx, num_slots, slot_size);
+          } catch (std::exception const& e) {  // no thread: the starter serves until it is
+            KVIKIO_LOG_INFO("stream-ordered I/O: no thread to pin a stream's staging (",
+                            e.what(),
+                            "); the next call once the ring is idle pins it");
+          }
+        }
         auto ring = entry.ring;
         rings.emplace(key, std::move(entry));
         return ring;
@@ -449,6 +514,9 @@ std::size_t staging_pinned_bytes()
   for (auto const& [key, entry] : registry()) {
     bytes += entry.ring->num_slots() * entry.ring->slot_size();
   }
+  for (auto const& ring : draining()) {
+    bytes += ring->num_slots() * ring->slot_size();
+  }
   return bytes;
 }
 
@@ -457,22 +525,23 @@ std::size_t free_idle_staging()
   free_orphans();
   std::vector<Entry> dying;  // destroyed after the lock is released
   std::lock_guard const lock{registry_mutex};
+  free_drained_starters_locked(dying);
   free_idle_rings_locked(0, dying);
   return dying.size();
 }
 
 void wait_for_staging_pinning()
 {
-  std::vector<std::shared_ptr<RingInWaiting>> pending;
+  std::vector<std::shared_ptr<PendingFullRing>> pending;
   {
     std::lock_guard const lock{registry_mutex};
     for (auto const& [key, entry] : registry()) {
-      if (entry.waiting) { pending.push_back(entry.waiting); }
+      if (entry.pending) { pending.push_back(entry.pending); }
     }
   }
-  for (auto const& waiting : pending) {
-    std::unique_lock lock{waiting->mutex};
-    waiting->pinned.wait(lock, [&] { return waiting->done; });
+  for (auto const& full : pending) {
+    std::unique_lock lock{full->mutex};
+    full->pinned.wait(lock, [&] { return full->done; });
   }
 }
 

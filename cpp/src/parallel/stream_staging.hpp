@@ -108,8 +108,9 @@ class StagingRing {
   /// @brief Operation `number`, of `groups` uses, has ended; the count of ended operations moves
   /// on in order.
   void end_operation(std::uint32_t number, std::size_t groups) noexcept;
-  /// @brief Uses of slots by operations that have not ended: about the stream operations the
-  /// ring has enqueued and the stream has not yet run (two for each).
+  /// @brief Uses of slots by operations whose host part has not ended (a bound on a starter's
+  /// share of its stream's pending operations, two for each use; a read's last copies may still
+  /// be pending after its host part ends).
   [[nodiscard]] std::size_t groups_in_flight() const noexcept
   {
     return groups_in_flight_.load(std::memory_order_relaxed);
@@ -155,9 +156,10 @@ class StagingRing {
  * huge page starts as a starter of one huge page in the same number of slots, pinned at once,
  * while the full one is pinned on a thread of its own; the starter takes calls while it has at
  * most 256 uses of slots in flight (a call that would pass that waits for the full ring), and the
- * full ring takes over once pinned. A ring whose shape differs from the one asked for is replaced
- * once it is idle (until then it serves as it is). Rings of other streams that are idle are
- * freed, least recently used first, while more than a few exist.
+ * full ring takes over at the first call after it is pinned (a busy starter is kept until idle). A
+ * ring whose shape differs from the one asked for is replaced once it is idle (until then it serves
+ * as it is). Rings of other streams that are idle are freed, least recently used first, while more
+ * than a few exist.
  */
 [[nodiscard]] std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
                                                             std::size_t num_slots,
