@@ -63,6 +63,21 @@ void PrintTo(StreamWaitKind kind, std::ostream* os) { *os << name(kind); }
 
 namespace {
 
+// The whole file read by read_async into `dev` (poisoned first, on the stream), checked.
+void read_whole_file_and_check(FileHandle& f,
+                               kvikio::test::DeviceBuffer const& dev,
+                               kvikio::test::Stream const& stream,
+                               std::vector<std::uint8_t> const& content,
+                               char const* what)
+{
+  KVIKIO_CUDA_DRIVER_TRY(api().MemsetD8Async(dev.ptr, 0xA5, content.size(), stream.handle));
+  auto future = f.read_async(dev.get(), content.size(), 0, 0, stream.handle);
+  EXPECT_EQ(future.check_bytes_done(), content.size()) << what;
+  std::vector<std::uint8_t> back(content.size());
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  EXPECT_EQ(back, content) << what;
+}
+
 class StreamOrdered : public kvikio::test::OnDevice,
                       public ::testing::WithParamInterface<StreamWaitKind> {
  protected:
@@ -344,13 +359,8 @@ TEST_P(StreamOrdered, StagingIsOneRingPerStream)
   for (auto& fut : futures) {
     EXPECT_EQ(fut.check_bytes_done(), content_.size());
   }
-  std::vector<std::uint8_t> back(content_.size());
   auto read_and_check = [&](char const* what) {
-    KVIKIO_CUDA_DRIVER_TRY(api().MemsetD8Async(dev.ptr, 0xA5, content_.size(), stream.handle));
-    auto fut = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
-    EXPECT_EQ(fut.check_bytes_done(), content_.size()) << what;
-    KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
-    EXPECT_EQ(back, content_) << what;
+    read_whole_file_and_check(f, dev, stream, content_, what);
   };
   kvikio::detail::wait_for_staging_pinning();
   read_and_check("the full ring");
@@ -636,13 +646,8 @@ TEST_F(Injected, AFailedBackgroundPinningLeavesTheStarterThenPinsOnTheCaller)
   kvikio::test::DeviceBuffer dev{content_.size()};
   kvikio::test::Stream stream;
   FileHandle f{path_, "r"};
-  std::vector<std::uint8_t> back(content_.size());
   auto read_and_check = [&](char const* what) {
-    KVIKIO_CUDA_DRIVER_TRY(api().MemsetD8Async(dev.ptr, 0xA5, content_.size(), stream.handle));
-    auto future = f.read_async(dev.get(), content_.size(), 0, 0, stream.handle);
-    EXPECT_EQ(future.check_bytes_done(), content_.size()) << what;
-    KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
-    EXPECT_EQ(back, content_) << what;
+    read_whole_file_and_check(f, dev, stream, content_, what);
   };
   read_and_check("through the starter");
   EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 2U << 20);
