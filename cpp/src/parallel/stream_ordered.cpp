@@ -234,11 +234,15 @@ void run_stream_ordered(StreamOrderedRange const& range,
   std::size_t const slot_size  = std::max(page, budget / k / page * page);
   std::size_t const num_slots  = std::max<std::size_t>(1, std::min(k, budget / slot_size));
   auto op                      = std::make_shared<Operation>();
+  // A slot's use costs the stream two operations (a batch of memory operations, a copy), or
+  // three with host functions; a starter ring's uses in flight stay under about 500 of them.
+  StreamWaitKind kind                 = chosen_kind();
+  std::size_t const most_starter_uses = kind == StreamWaitKind::stream_memops ? 256 : 160;
   // The stream's ring, locked for planning; one the registry dropped meanwhile (it was idle)
   // must not be used (nothing would keep its memory once the operation ends): ask again.
   std::unique_lock<std::mutex> planning;
   while (true) {
-    op->ring = staging_ring_for(stream, num_slots, slot_size, size);
+    op->ring = staging_ring_for(stream, num_slots, slot_size, size, most_starter_uses);
     planning = std::unique_lock{op->ring->mutex()};
     if (!op->ring->retired()) { break; }
     planning.unlock();
@@ -285,8 +289,7 @@ void run_stream_ordered(StreamOrderedRange const& range,
     throw;
   }
 
-  StreamWaitKind kind = chosen_kind();
-  CUresult r          = op->enqueue(stream, kind);
+  CUresult r = op->enqueue(stream, kind);
   if (r == CUDA_ERROR_NOT_SUPPORTED && kind == StreamWaitKind::stream_memops) {
     // No stream memory operations on this driver. What was enqueued before the refusal (a
     // write's first copy) is harmless: the same copy follows.

@@ -251,10 +251,9 @@ constexpr std::size_t rings_kept = 8;
 
 // A stream's first calls stage through a starter ring of at most this many bytes (one huge
 // page: pinned in a fraction of a millisecond) while its full ring is pinned on a thread of its
-// own, and up to this many uses of its slots in flight (two stream operations each: the stream
-// holds about 1000 before enqueuing blocks). A call that would pass that waits for the full ring.
-constexpr std::size_t starter_bytes     = std::size_t{2} << 20;
-constexpr std::size_t starter_most_uses = 256;
+// own. A starter's slots are small, so its uses in flight are bounded (the caller's
+// `most_starter_uses`): a stream holds about 1000 operations before enqueuing on it blocks.
+constexpr std::size_t starter_bytes = std::size_t{2} << 20;
 
 /// A full ring being pinned on a thread of its own.
 struct PendingFullRing {
@@ -398,11 +397,12 @@ std::size_t uses_of(std::size_t bytes, StagingRing const& ring)
 // flight), else null (the starter takes the call).
 std::shared_ptr<PendingFullRing> take_full_ring_or_wait_locked(Entry& entry,
                                                                std::size_t bytes,
+                                                               std::size_t most_starter_uses,
                                                                std::vector<Entry>& dying)
 {
   std::unique_lock pending_lock{entry.pending->mutex};
   if (!entry.pending->done) {
-    if (entry.ring->groups_in_flight() + uses_of(bytes, *entry.ring) <= starter_most_uses) {
+    if (entry.ring->groups_in_flight() + uses_of(bytes, *entry.ring) <= most_starter_uses) {
       return nullptr;
     }
     return entry.pending;
@@ -443,7 +443,8 @@ std::shared_ptr<PendingFullRing> take_full_ring_or_wait_locked(Entry& entry,
 std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
                                               std::size_t num_slots,
                                               std::size_t slot_size,
-                                              std::size_t bytes)
+                                              std::size_t bytes,
+                                              std::size_t most_starter_uses)
 {
   CUcontext ctx{};
   KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
@@ -459,7 +460,7 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
       auto& rings = registry();
       auto it     = rings.find(key);
       if (it != rings.end() && it->second.pending) {
-        wait_for = take_full_ring_or_wait_locked(it->second, bytes, dying);
+        wait_for = take_full_ring_or_wait_locked(it->second, bytes, most_starter_uses, dying);
         if (!wait_for && it->second.pending) {  // the starter takes this call
           it->second.last_use = ++uses;
           return it->second.ring;
@@ -485,7 +486,7 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
         std::size_t const starter_slot = starter_bytes / num_slots / page * page;
         bool const start_small         = !background_pinning_failed.load() && starter_slot > 0 &&
                                  starter_slot < slot_size &&
-                                 (bytes + starter_slot - 1) / starter_slot <= starter_most_uses;
+                                 (bytes + starter_slot - 1) / starter_slot <= most_starter_uses;
         Entry entry{
           std::make_shared<StagingRing>(num_slots, start_small ? starter_slot : slot_size), ++uses};
         if (start_small) {
