@@ -234,10 +234,13 @@ void run_stream_ordered(StreamOrderedRange const& range,
   std::size_t const slot_size  = std::max(page, budget / k / page * page);
   std::size_t const num_slots  = std::max<std::size_t>(1, std::min(k, budget / slot_size));
   auto op                      = std::make_shared<Operation>();
-  // A slot's use costs the stream two operations (a batch of memory operations, a copy), or
-  // three with host functions; a starter ring's uses in flight stay under about 500 of them.
+  // A slot's use costs the stream two operations (a batch of memory operations, a copy): a
+  // starter ring's uses in flight stay under about 500 of them. Where the stream waits through
+  // host functions, no starter: its small slots would double the host functions waiting on the
+  // stream, and on the H100 (driver 580) a stream with a few hundred of them pending behind a
+  // held host function blocked the caller.
   StreamWaitKind kind                 = chosen_kind();
-  std::size_t const most_starter_uses = kind == StreamWaitKind::stream_memops ? 256 : 160;
+  std::size_t const most_starter_uses = kind == StreamWaitKind::stream_memops ? 256 : 0;
   // The stream's ring, locked for planning; one the registry dropped meanwhile (it was idle)
   // must not be used (nothing would keep its memory once the operation ends): ask again.
   std::unique_lock<std::mutex> planning;
