@@ -356,10 +356,17 @@ void detach_overlapping_job(ThreadPool& pool, std::function<void()> job)
 
 std::size_t threads_of_live_pools() { return live_threads.load(std::memory_order_relaxed); }
 
+namespace {
+// Read when the library loads, not in a function-local static: a child of fork() forked while
+// another thread initialised that static would wait for its guard forever (pool workers and
+// every local read's plan ask for it).
+unsigned int const cores_at_load = std::thread::hardware_concurrency();
+}  // namespace
+
 unsigned int machine_cores() noexcept
 {
-  static unsigned int const cores = std::max(1U, std::thread::hardware_concurrency());
-  return cores;
+  // 0 only if asked from another library's static initialiser, before this one's ran.
+  return std::max(1U, cores_at_load != 0 ? cores_at_load : std::thread::hardware_concurrency());
 }
 
 }  // namespace detail

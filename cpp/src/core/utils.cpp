@@ -18,10 +18,17 @@
 
 namespace kvikio {
 
+namespace {
+// Read when the library loads, not in a function-local static: a child of fork() forked while
+// another thread initialised that static would wait for its guard forever.
+std::size_t const page_size_at_load = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}  // namespace
+
 std::size_t get_page_size()
 {
-  static std::size_t const size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  return size;
+  // 0 only if asked from another library's static initialiser, before this one's ran.
+  return page_size_at_load != 0 ? page_size_at_load
+                                : static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 }
 
 off_t convert_size2off(std::size_t x)

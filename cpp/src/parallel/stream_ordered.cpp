@@ -234,8 +234,8 @@ void run_stream_ordered(StreamOrderedRange const& range,
   std::size_t const slot_size  = std::max(page, budget / k / page * page);
   std::size_t const num_slots  = std::max<std::size_t>(1, std::min(k, budget / slot_size));
   auto op                      = std::make_shared<Operation>();
-  // A slot's use costs the stream two operations (a batch of memory operations, a copy): a
-  // starter ring's uses in flight stay under about 500 of them. Where the stream waits through
+  // A slot's use costs the stream about three operations (a wait, a copy, a signal): a starter
+  // ring's uses in flight stay under about 800 of them. Where the stream waits through
   // host functions, no starter: its small slots would double the host functions waiting on the
   // stream, and on the H100 (driver 580) a stream with a few hundred of them pending behind a
   // held host function blocked the caller.

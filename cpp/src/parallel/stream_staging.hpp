@@ -109,8 +109,8 @@ class StagingRing {
   /// on in order.
   void end_operation(std::uint32_t number, std::size_t groups) noexcept;
   /// @brief Uses of slots by operations whose host part has not ended (a bound on a starter's
-  /// share of its stream's pending operations, two for each use; a read's last copies may still
-  /// be pending after its host part ends).
+  /// share of its stream's pending operations, about three for each use; a read's last copies may
+  /// still be pending after its host part ends).
   [[nodiscard]] std::size_t groups_in_flight() const noexcept
   {
     return groups_in_flight_.load(std::memory_order_relaxed);
