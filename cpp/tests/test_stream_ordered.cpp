@@ -664,6 +664,29 @@ TEST_F(Injected, AFailedBackgroundPinningLeavesTheStarterThenPinsOnTheCaller)
   read_and_check("through the full ring");
 }
 
+// CUDASIM_FAIL=cuMemHostRegister:3:CUDA_ERROR_OUT_OF_MEMORY: opening a file with a context
+// current pins the counters' page and a starter block (registrations 1 and 2) on a thread of
+// its own; the first stream's call (a ring of 4 x 512 KiB, which fits the block) stages through
+// them and registers nothing. Another stream's first call needs a block of its own: the third
+// registration, which fails and is reported. Once the first stream's ring is freed, its block
+// is kept and serves the other stream.
+TEST_F(Injected, TheFirstCallStagesThroughWhatTheOpenPinnedAhead)
+{
+  kvikio::test::DeviceBuffer dev{content_.size()};
+  kvikio::test::Stream first;
+  kvikio::test::Stream second;
+  FileHandle f{path_, "r"};
+  kvikio::detail::wait_for_staging_pinning();
+  read_whole_file_and_check(f, dev, first, content_, "through the block pinned at the open");
+  EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 2U << 20);
+  EXPECT_THROW((void)f.read_async(dev.get(), content_.size(), 0, 0, second.handle),
+               kvikio::CUfileException)
+    << "the second stream's ring is the process's third registration";
+  EXPECT_EQ(kvikio::detail::free_idle_staging(), 1U);
+  EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 0U);
+  read_whole_file_and_check(f, dev, second, content_, "through the block the first ring gave back");
+}
+
 }  // namespace
 
 namespace {

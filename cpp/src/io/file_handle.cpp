@@ -24,6 +24,7 @@
 #include "io/file_state.hpp"
 #include "io/local_plan.hpp"
 #include "io/open_file.hpp"
+#include "parallel/stream_ordered.hpp"
 
 namespace kvikio {
 namespace {
@@ -72,6 +73,8 @@ FileHandle::FileHandle(std::string const& file_path,
     close();
     throw;
   }
+  // A process that uses CUDA has its first stream-ordered call's staging pinned meanwhile.
+  detail::warm_up_stream_staging();
   KVIKIO_LOG_INFO("FileHandle(\"", file_path, "\", \"", flags, "\"): ", how_bytes_move());
 }
 

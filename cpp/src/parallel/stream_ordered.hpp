@@ -83,8 +83,18 @@ void run_stream_ordered(StreamOrderedRange const& range,
 /// @brief Frees the staging rings that are idle (nothing of theirs in flight); returns how many.
 std::size_t free_idle_staging();
 
-/// @brief Waits until every stream's full ring that is being pinned is pinned (it takes over at
-/// that stream's next call). For tests.
+/**
+ * @brief Pins what a process's first stream-ordered call stages through (the counters' first
+ * page and a starter block of one huge page) ahead of that call, on a thread of its own, in the
+ * context current on the calling thread; the call then pins nothing on its caller. Done once per
+ * process; does nothing where the process has not loaded the CUDA driver or this thread has no
+ * context current (a later call may then do it). Called when a file is opened.
+ */
+void warm_up_stream_staging() noexcept;
+
+/// @brief Waits until the staging pinned ahead (warm_up_stream_staging()) and every stream's
+/// full ring that is being pinned are pinned (a full ring takes over at that stream's next call).
+/// For tests.
 void wait_for_staging_pinning();
 
 /**

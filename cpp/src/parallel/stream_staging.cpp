@@ -53,6 +53,13 @@ class CounterPool {
     return c;
   }
 
+  /// @brief Pins the first page now, if there is none.
+  void reserve()
+  {
+    std::lock_guard const lock{mutex_};
+    if (free_.empty()) { grow(); }
+  }
+
   void give_back(Counter c) noexcept
   {
     std::lock_guard const lock{mutex_};
@@ -127,6 +134,147 @@ void free_orphans() noexcept
   }
 }
 
+// A stream's first calls stage through a starter ring of at most this many bytes (one huge
+// page: pinned in a fraction of a millisecond) while its full ring is pinned on a thread of its
+// own. A starter's slots are small, so its uses in flight are bounded (the caller's
+// `most_starter_uses`): a stream holds about 1000 operations before enqueuing on it blocks.
+constexpr std::size_t starter_bytes = std::size_t{2} << 20;
+
+// Pinning threads still running: the process waits for them at exit (a thread inside the driver
+// while its static state is torn down could crash the exit).
+std::atomic<int> pinning_threads{0};
+
+void wait_for_pinning_threads() noexcept
+{
+  for (int i = 0; i < 2000 && pinning_threads.load() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+/// Runs `pin` on a detached thread the process waits for at exit.
+/// @throws std::system_error if the thread cannot be started.
+template <typename Pin>
+void start_pinning_thread(Pin&& pin)
+{
+  // Registered after the driver's own exit handlers (the driver is initialised by now), so it
+  // runs before them.
+  static bool const waits_at_exit = std::atexit(wait_for_pinning_threads) == 0;
+  // A child of fork() has none of its parent's threads.
+  static bool const forgets_at_fork =
+    ::pthread_atfork(nullptr, nullptr, [] { pinning_threads.store(0); }) == 0;
+  (void)waits_at_exit;
+  (void)forgets_at_fork;
+  pinning_threads.fetch_add(1);
+  try {
+    std::thread{[pin = std::forward<Pin>(pin)]() mutable {
+      pin();
+      pinning_threads.fetch_sub(1);
+    }}.detach();
+  } catch (...) {
+    pinning_threads.fetch_sub(1);
+    throw;
+  }
+}
+
+/**
+ * Starter blocks (`starter_bytes`, pinned) kept between rings: a ring that fits one takes it
+ * instead of pinning on its caller, and gives it back when freed. The first is pinned ahead of
+ * the process's first stream-ordered call (warm_up_stream_staging()); later ones are those of
+ * starters the full rings replaced, so a later stream's first call pins nothing either. At most
+ * one is kept: more are freed.
+ */
+class StarterStock;
+// Never deleted: a pinning thread may finish after exit() began.
+std::atomic<StarterStock*> current_stock{nullptr};
+
+class StarterStock {
+ public:
+  static StarterStock& instance()
+  {
+    if (auto* const stock = current_stock.load(std::memory_order_acquire)) { return *stock; }
+    auto made          = std::make_unique<StarterStock>();
+    StarterStock* none = nullptr;
+    if (current_stock.compare_exchange_strong(none, made.get())) { return *made.release(); }
+    return *none;
+  }
+
+  /// A kept block, or the one being pinned ahead (waited for), or null.
+  void* take()
+  {
+    std::unique_lock lock{mutex_};
+    warmed_.wait(lock, [&] { return !warming_; });
+    return std::exchange(kept_, nullptr);
+  }
+
+  void wait_for_warm_up()
+  {
+    std::unique_lock lock{mutex_};
+    warmed_.wait(lock, [&] { return !warming_; });
+  }
+
+  void give_back(void* block) noexcept
+  {
+    {
+      std::lock_guard const lock{mutex_};
+      if (kept_ == nullptr) {
+        kept_ = block;
+        return;
+      }
+    }
+    free_pinned_off_workers(block, starter_bytes);
+  }
+
+  /// Pins the counters' first page and a block in `ctx` on a thread of its own, once.
+  void warm_up(CUcontext ctx) noexcept
+  {
+    {
+      std::lock_guard const lock{mutex_};
+      if (warmed_up_) { return; }
+      warmed_up_ = warming_ = true;
+    }
+    try {
+      start_pinning_thread([this, ctx] {
+        void* block = nullptr;
+        try {
+          PushAndPopContext const pushed{ctx};
+          CounterPool::instance().reserve();
+          block = CudaPinnedAllocator::allocate(starter_bytes);
+        } catch (std::exception const& e) {  // the first call pins what it needs, as without
+          KVIKIO_LOG_INFO("stream-ordered I/O: pinning staging ahead failed: ", e.what());
+        }
+        finish_warm_up(block);
+      });
+    } catch (std::exception const& e) {
+      KVIKIO_LOG_INFO("stream-ordered I/O: no thread to pin staging ahead: ", e.what());
+      finish_warm_up(nullptr);
+    }
+  }
+
+ private:
+  void finish_warm_up(void* block) noexcept
+  {
+    {
+      std::lock_guard const lock{mutex_};
+      warming_ = false;
+      if (kept_ == nullptr) { std::swap(kept_, block); }
+    }
+    warmed_.notify_all();
+    if (block != nullptr) { free_pinned_off_workers(block, starter_bytes); }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable warmed_;
+  bool warming_{false};
+  bool warmed_up_{false};
+  void* kept_{nullptr};
+};
+
+// A child of fork() starts with no stock: its parent's blocks are not mapped there (pinned memory
+// is not inherited), and the stock's mutex may have been held at the fork.
+[[maybe_unused]] int const stock_forgotten_at_fork = ::pthread_atfork(nullptr, nullptr, [] {
+  if (current_stock.load() != nullptr) { current_stock.store(new StarterStock()); }
+});
+
 }  // namespace
 
 void Counter::give_back(Counter counter) noexcept { CounterPool::instance().give_back(counter); }
@@ -151,9 +299,13 @@ StagingRing::StagingRing(std::size_t num_slots, std::size_t slot_size)
   operations_begun_ = ended_in_order_;
   slots_.reserve(num_slots);
   try {
-    // One block for every slot: one mapping and one registration.
-    block_      = CudaPinnedAllocator::allocate(num_slots * slot_size);
-    block_size_ = num_slots * slot_size;
+    // One block for every slot: one mapping and one registration, or a kept starter block.
+    if (num_slots * slot_size <= starter_bytes) {
+      block_      = StarterStock::instance().take();
+      from_stock_ = block_ != nullptr;
+    }
+    block_size_ = from_stock_ ? starter_bytes : num_slots * slot_size;
+    if (block_ == nullptr) { block_ = CudaPinnedAllocator::allocate(block_size_); }
     for (std::size_t i = 0; i < num_slots; ++i) {
       auto host_done   = Counter::take();
       auto stream_done = Counter::take();
@@ -175,7 +327,11 @@ StagingRing::~StagingRing() noexcept { release(); }
 
 void StagingRing::release() noexcept
 {
-  if (block_ != nullptr) { free_pinned_off_workers(block_, block_size_); }
+  if (from_stock_) {
+    StarterStock::instance().give_back(block_);
+  } else if (block_ != nullptr) {
+    free_pinned_off_workers(block_, block_size_);
+  }
   block_ = nullptr;
   for (auto& slot : slots_) {
     Counter::give_back(slot.host_done);
@@ -249,12 +405,6 @@ namespace {
 // up to threads x KVIKIO_BOUNCE_BUFFER_SIZE of pinned memory.
 constexpr std::size_t rings_kept = 8;
 
-// A stream's first calls stage through a starter ring of at most this many bytes (one huge
-// page: pinned in a fraction of a millisecond) while its full ring is pinned on a thread of its
-// own. A starter's slots are small, so its uses in flight are bounded (the caller's
-// `most_starter_uses`): a stream holds about 1000 operations before enqueuing on it blocks.
-constexpr std::size_t starter_bytes = std::size_t{2} << 20;
-
 /// A full ring being pinned on a thread of its own.
 struct PendingFullRing {
   std::mutex mutex;
@@ -264,19 +414,9 @@ struct PendingFullRing {
   std::exception_ptr error;
 };
 
-// Pinning threads still running: the process waits for them at exit (a thread inside the driver
-// while its static state is torn down could crash the exit).
-std::atomic<int> pinning_threads{0};
 // Once a full ring failed to pin in the background, rings are pinned on the caller, whose call
 // then reports the failure, rather than retried in the background and logged at every call.
 std::atomic<bool> background_pinning_failed{false};
-
-void wait_for_pinning_threads() noexcept
-{
-  for (int i = 0; i < 2000 && pinning_threads.load() > 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
 
 /// Starts pinning a ring of `num_slots` x `slot_size` in `ctx` on a thread of its own.
 /// @throws std::system_error if the thread cannot be started.
@@ -284,45 +424,30 @@ std::shared_ptr<PendingFullRing> pin_in_background(CUcontext ctx,
                                                    std::size_t num_slots,
                                                    std::size_t slot_size)
 {
-  // Registered after the driver's own exit handlers (the driver is initialised by now), so it
-  // runs before them.
-  static bool const waits_at_exit = std::atexit(wait_for_pinning_threads) == 0;
-  // A child of fork() has none of its parent's threads.
-  static bool const forgets_at_fork =
-    ::pthread_atfork(nullptr, nullptr, [] { pinning_threads.store(0); }) == 0;
-  (void)waits_at_exit;
-  (void)forgets_at_fork;
   auto pending = std::make_shared<PendingFullRing>();
-  pinning_threads.fetch_add(1);
-  try {
-    std::thread{[ctx, num_slots, slot_size, pending]() mutable {
-      {
-        // The context stays pushed until the thread lets go of `pending`: if nobody wants the
-        // ring any more, it is freed here, in its own context.
-        std::optional<PushAndPopContext> pushed;
-        std::shared_ptr<StagingRing> ring;
-        std::exception_ptr error;
-        try {
-          pushed.emplace(ctx);
-          ring = std::make_shared<StagingRing>(num_slots, slot_size);
-        } catch (...) {
-          error = std::current_exception();
-        }
-        {
-          std::lock_guard const lock{pending->mutex};
-          pending->ring  = std::move(ring);
-          pending->error = error;
-          pending->done  = true;
-        }
-        pending->pinned.notify_all();
-        pending.reset();
+  start_pinning_thread([ctx, num_slots, slot_size, pending]() mutable {
+    {
+      // The context stays pushed until the thread lets go of `pending`: if nobody wants the
+      // ring any more, it is freed here, in its own context.
+      std::optional<PushAndPopContext> pushed;
+      std::shared_ptr<StagingRing> ring;
+      std::exception_ptr error;
+      try {
+        pushed.emplace(ctx);
+        ring = std::make_shared<StagingRing>(num_slots, slot_size);
+      } catch (...) {
+        error = std::current_exception();
       }
-      pinning_threads.fetch_sub(1);
-    }}.detach();
-  } catch (...) {
-    pinning_threads.fetch_sub(1);
-    throw;
-  }
+      {
+        std::lock_guard const lock{pending->mutex};
+        pending->ring  = std::move(ring);
+        pending->error = error;
+        pending->done  = true;
+      }
+      pending->pinned.notify_all();
+      pending.reset();
+    }
+  });
   return pending;
 }
 
@@ -531,8 +656,19 @@ std::size_t free_idle_staging()
   return dying.size();
 }
 
+void warm_up_stream_staging() noexcept
+{
+  static std::atomic<bool> done{false};
+  if (done.load(std::memory_order_relaxed) || !cuda_driver_loaded()) { return; }
+  CUcontext ctx{};
+  if (cudaAPI::instance().CtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx == nullptr) { return; }
+  done.store(true, std::memory_order_relaxed);
+  StarterStock::instance().warm_up(ctx);
+}
+
 void wait_for_staging_pinning()
 {
+  StarterStock::instance().wait_for_warm_up();
   std::vector<std::shared_ptr<PendingFullRing>> pending;
   {
     std::lock_guard const lock{registry_mutex};

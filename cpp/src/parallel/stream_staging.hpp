@@ -87,7 +87,11 @@ struct StagingSlot {
  */
 class StagingRing {
  public:
-  /// @throws what the driver throws when pinning. The caller has pushed a context.
+  /**
+   * @brief A ring of `num_slots` x `slot_size` in one pinned block: a kept starter block where
+   * it fits one and one is kept (given back when the ring is freed), else one pinned now.
+   * @throws what the driver throws when pinning. The caller has pushed a context.
+   */
   StagingRing(std::size_t num_slots, std::size_t slot_size);
   ~StagingRing() noexcept;
   StagingRing(StagingRing const&)            = delete;
@@ -138,6 +142,7 @@ class StagingRing {
   std::size_t slot_size_;
   void* block_{nullptr};  // every slot's memory, pinned as one
   std::size_t block_size_{0};
+  bool from_stock_{false};  // a kept starter block, given back rather than freed
   std::vector<StagingSlot> slots_;
   std::atomic<std::size_t> groups_in_flight_{0};
   std::size_t cursor_{0};

@@ -3,6 +3,7 @@
  */
 #include <kvikio/shim/cuda.hpp>
 
+#include <dlfcn.h>
 #include <pthread.h>
 
 #include <atomic>
@@ -133,6 +134,24 @@ CUresult cudaAPI::memcpy_batch_async(
 bool is_cuda_available() noexcept { return CudaDriverLoader::get().api != nullptr; }
 
 namespace detail {
+
+bool cuda_driver_loaded() noexcept
+{
+  if (auto const* loaded = CudaDriverLoader::done.load(std::memory_order_acquire)) {
+    return loaded->api != nullptr;
+  }
+  std::string name;
+  try {
+    std::lock_guard const lock{library_name_mutex};
+    name = library_name;
+  } catch (...) {
+    return false;
+  }
+  void* const handle = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) { return false; }
+  ::dlclose(handle);
+  return is_cuda_available();
+}
 
 std::string cuda_unavailable_reason() { return CudaDriverLoader::get().unavailable_reason; }
 

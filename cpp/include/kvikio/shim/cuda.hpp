@@ -177,6 +177,12 @@ namespace detail {
 std::string cuda_unavailable_reason();
 
 /**
+ * @brief Whether the process has loaded the CUDA driver (through this library or any other) and
+ * it works; never loads it.
+ */
+bool cuda_driver_loaded() noexcept;
+
+/**
  * @brief For tests: the library name `dlopen` is given instead of `libcuda.so.1`.
  *
  * @throws std::logic_error if the driver was already looked for in this process.
