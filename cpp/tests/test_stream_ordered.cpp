@@ -337,11 +337,11 @@ TEST_P(StreamOrdered, TinyStagingIsTheStreamsOwnAndFreedWhenIdle)
   EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 0U) << "an idle ring was not freed";
 }
 
-// Many calls back to back on one stream pin one ring (a piece per thread: threads x the task
-// size, at least four 4 MiB slots and at most threads x bounce buffer size), not one per call. A
-// ring larger than a huge page starts as a starter of one huge page in as many slots, pinned at
-// the first call, and the full ring takes over at the first call after it is pinned in the
-// background; a new shape (either size changed) takes over once the ring is idle.
+// Many calls back to back on one stream pin one ring (two slots per thread, each of a task and
+// at least 4 MiB, and at most threads x bounce buffer size), not one per call. A ring larger
+// than a huge page starts as a starter of one huge page in four slots, pinned at the first call,
+// and the full ring takes over at the first call after it is pinned in the background; a new shape
+// (either size changed) takes over once the ring is idle.
 TEST_P(StreamOrdered, StagingIsOneRingPerStream)
 {
   (void)kvikio::detail::free_idle_staging();
@@ -371,10 +371,11 @@ TEST_P(StreamOrdered, StagingIsOneRingPerStream)
   read_and_check("a small ring");
   EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 1U << 20) << "4 threads x 256 KiB, at once";
 
-  // Bounce buffers larger than the tasks: the task size sets the ring, down to four 4 MiB slots.
+  // Bounce buffers larger than the tasks: two slots per thread, each of a task and at least
+  // 4 MiB.
   kvikio::defaults::set_bounce_buffer_size(16 << 20);
   for (auto [task, ring] :
-       {std::pair<std::size_t, std::size_t>{8 << 20, 32 << 20}, {64 << 10, 16 << 20}}) {
+       {std::pair<std::size_t, std::size_t>{8 << 20, 64 << 20}, {64 << 10, 32 << 20}}) {
     kvikio::defaults::set_task_size(task);
     read_and_check("a starter");
     bool const starter = GetParam() == StreamWaitKind::stream_memops;

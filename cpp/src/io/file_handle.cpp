@@ -52,6 +52,9 @@ FileHandle::FileHandle(std::string const& file_path,
                        CompatMode compat_mode)
   : path_{file_path}, flags_{flags}
 {
+  // A process that uses CUDA has its first stream-ordered call's staging pinned meanwhile (from
+  // here, so that it overlaps the rest of the opening).
+  detail::warm_up_stream_staging();
   int const oflags = open_fd_parse_flags(flags, false);
   access_mode_     = oflags & O_ACCMODE;
   fd_              = open_fd(file_path, flags, false, mode);
@@ -73,8 +76,6 @@ FileHandle::FileHandle(std::string const& file_path,
     close();
     throw;
   }
-  // A process that uses CUDA has its first stream-ordered call's staging pinned meanwhile.
-  detail::warm_up_stream_staging();
   KVIKIO_LOG_INFO("FileHandle(\"", file_path, "\", \"", flags, "\"): ", how_bytes_move());
 }
 

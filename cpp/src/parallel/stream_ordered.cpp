@@ -220,20 +220,19 @@ void run_stream_ordered(StreamOrderedRange const& range,
     on_done(0, nullptr);
     return;
   }
-  // The stream's ring, in k slots: a piece in flight per worker (threads x the piece size), at
-  // least k slots of least_slot and at most every worker's bounce buffer (threads x bounce
-  // buffer size, the pinned memory the settings allow a pool). Every worker fills a piece at
-  // once; a larger ring reads no faster and its pinning is what the stream's first call waits
-  // for. Big slots mean few driver operations per call; k of them keep reads and copies
-  // overlapped.
-  std::size_t const page       = get_page_size();
-  std::size_t const k          = defaults::num_bounce_buffers();
-  std::size_t const most       = range.threads * detail::staging_buffer_size();
-  std::size_t const per_pieces = range.threads * range.piece_size;
-  std::size_t const budget     = std::min(std::max(per_pieces, k * least_slot), most);
-  std::size_t const slot_size  = std::max(page, budget / k / page * page);
-  std::size_t const num_slots  = std::max<std::size_t>(1, std::min(k, budget / slot_size));
-  auto op                      = std::make_shared<Operation>();
+  // The stream's ring: two slots per worker (at least KVIKIO_NUM_BOUNCE_BUFFERS), each of at
+  // least a piece and least_slot, within every worker's bounce buffer (threads x bounce
+  // buffer size, the pinned memory the settings allow a pool; smaller slots where that is
+  // less). The stream copies the slots out in order: with one slot per worker, a worker whose
+  // slot waits for its copy has nothing to fill; with two it fills the other meanwhile. Big
+  // slots mean few driver operations per call.
+  std::size_t const page      = get_page_size();
+  std::size_t const k         = defaults::num_bounce_buffers();
+  std::size_t const most      = range.threads * detail::staging_buffer_size();
+  std::size_t const num_slots = std::max(k, 2 * range.threads);
+  std::size_t const whole     = std::max(least_slot, range.piece_size);
+  std::size_t const slot_size = std::max(page, std::min(whole, most / num_slots) / page * page);
+  auto op                     = std::make_shared<Operation>();
   // A slot's use costs the stream about three operations (a wait, a copy, a signal): a starter
   // ring's uses in flight stay under about 800 of them. Where the stream waits through
   // host functions, no starter: its small slots would double the host functions waiting on the
@@ -245,7 +244,11 @@ void run_stream_ordered(StreamOrderedRange const& range,
   // must not be used (nothing would keep its memory once the operation ends): ask again.
   std::unique_lock<std::mutex> planning;
   while (true) {
-    op->ring = staging_ring_for(stream, num_slots, slot_size, size, most_starter_uses);
+    op->ring =
+      staging_ring_for(stream,
+                       {.num_slots = num_slots, .slot_size = slot_size, .starter_slots = k},
+                       size,
+                       most_starter_uses);
     planning = std::unique_lock{op->ring->mutex()};
     if (!op->ring->retired()) { break; }
     planning.unlock();

@@ -44,9 +44,9 @@ struct StreamOrderedRange {
  * @brief Moves `size` bytes of `range` between `device` and a file (or remote object) at
  * `file_offset`, in the order of `stream`, without blocking the caller.
  *
- * Staging is the stream's own ring of KVIKIO_NUM_BOUNCE_BUFFERS pinned slots (`threads` x
- * `piece_size`, at least 4 MiB a slot and at most `threads` x KVIKIO_BOUNCE_BUFFER_SIZE), kept
- * between calls. Every device copy is enqueued on
+ * Staging is the stream's own ring of pinned slots (two per thread, at least
+ * KVIKIO_NUM_BOUNCE_BUFFERS; each of a piece and at least 4 MiB; at most `threads` x
+ * KVIKIO_BOUNCE_BUFFER_SIZE in all), kept between calls. Every device copy is enqueued on
  * `stream` itself, at the call, between waits for counters in pinned memory: for a read, a
  * slot's copy waits until the host has read its bytes into it; for a write, the host writes a
  * slot's bytes out once the stream has copied them in, and counts the slot free. The stream thus

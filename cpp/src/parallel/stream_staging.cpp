@@ -566,11 +566,11 @@ std::shared_ptr<PendingFullRing> take_full_ring_or_wait_locked(Entry& entry,
 }  // namespace
 
 std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
-                                              std::size_t num_slots,
-                                              std::size_t slot_size,
+                                              RingShape const& shape,
                                               std::size_t bytes,
                                               std::size_t most_starter_uses)
 {
+  auto const [num_slots, slot_size, starter_slots] = shape;
   CUcontext ctx{};
   KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
   Key const key{
@@ -605,15 +605,19 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
         }
         free_idle_rings_locked(rings_kept - 1, dying);
         // A stream's first ring: one larger than a huge page is pinned on a thread of its own
-        // while a starter of at most one huge page, in as many slots, takes the first calls,
-        // unless this call alone would fill the starter.
-        std::size_t const page         = get_page_size();
-        std::size_t const starter_slot = starter_bytes / num_slots / page * page;
+        // while a starter of one huge page takes the first calls, unless this call alone would
+        // fill the starter. The starter has fewer slots than a ring of many: larger ones take
+        // a larger call.
+        std::size_t const page = get_page_size();
+        std::size_t const starter_count =
+          std::max<std::size_t>(1, std::min(starter_slots, num_slots));
+        std::size_t const starter_slot = starter_bytes / starter_count / page * page;
         bool const start_small         = !background_pinning_failed.load() && starter_slot > 0 &&
-                                 starter_slot < slot_size &&
+                                 num_slots * slot_size > starter_bytes &&
                                  (bytes + starter_slot - 1) / starter_slot <= most_starter_uses;
-        Entry entry{
-          std::make_shared<StagingRing>(num_slots, start_small ? starter_slot : slot_size), ++uses};
+        Entry entry{start_small ? std::make_shared<StagingRing>(starter_count, starter_slot)
+                                : std::make_shared<StagingRing>(num_slots, slot_size),
+                    ++uses};
         if (start_small) {
           try {
             entry.pending = pin_in_background(ctx, num_slots, slot_size);

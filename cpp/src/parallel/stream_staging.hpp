@@ -155,20 +155,26 @@ class StagingRing {
   std::set<std::uint32_t> ended_early_;  // ended before an operation begun earlier
 };
 
+/// @brief The shape of a stream's ring, and of the starter it begins with.
+struct RingShape {
+  std::size_t num_slots;
+  std::size_t slot_size;
+  std::size_t starter_slots;  ///< a starter's slots (at most num_slots), sharing one huge page
+};
+
 /**
  * @brief The staging ring of `stream` in the current context (per calling thread for
  * CU_STREAM_PER_THREAD) for a call of `bytes`, created at first use. A first ring larger than a
- * huge page starts as a starter of at most one huge page in the same number of slots, pinned at
- * once, while the full one is pinned on a thread of its own; the starter takes calls while it
- * has at most `most_starter_uses` uses of slots in flight (a call that would pass that waits for
- * the full ring), and the full ring takes over at the first call after it is pinned (a busy
- * starter is kept until idle). A ring whose shape differs from the one asked for is replaced
- * once it is idle (until then it serves as it is). Rings of other streams that are idle are
- * freed, least recently used first, while more than a few exist.
+ * huge page starts as a starter of one huge page in `shape.starter_slots` slots, pinned at once
+ * (or kept from earlier), while the full one is pinned on a thread of its own; the starter takes
+ * calls while it has at most `most_starter_uses` uses of slots in flight (a call that would pass
+ * that waits for the full ring), and the full ring takes over at the first call after it is
+ * pinned (a busy starter is kept until idle). A ring whose shape differs from the one asked for
+ * is replaced once it is idle (until then it serves as it is). Rings of other streams that are
+ * idle are freed, least recently used first, while more than a few exist.
  */
 [[nodiscard]] std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
-                                                            std::size_t num_slots,
-                                                            std::size_t slot_size,
+                                                            RingShape const& shape,
                                                             std::size_t bytes,
                                                             std::size_t most_starter_uses);
 
