@@ -14,7 +14,8 @@
 #   async   read_async on one stream: 1024 x 64 KiB and 64 x 1 MiB of the hot file, pool of 4,
 #           and 16 x 64 MiB each followed by a memset on the stream, pool of 8 (ASYNC_MEMSET_POOL),
 #           medians of 5, how long each call keeps its caller and how long the process's first
-#           call kept it;
+#           call kept it; and a fresh process's first read_async of 64 KiB and of 64 MiB (pool
+#           of 8), right after the file's opening and 5 ms after it (first_call.cpp);
 #   remote  RemoteHandle::pread of a 2 GiB object from loopback nginx (8 workers, sendfile),
 #           both transports (KVIKIO_REMOTE_IO_BACKEND), threads REMOTE_THREADS (THREADS),
 #           medians of 3;
@@ -153,6 +154,13 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     done
     KVIKIO_COMPAT_MODE=ON KVIKIO_NTHREADS=${ASYNC_MEMSET_POOL:-8} run "$lib" \
       "$(bin_of "$lib")/read_async_bench" "$lib" "$file" 67108864 16 5 memset
+    has "$lib" first_call || continue
+    for size in 65536 67108864; do
+      for gap in 0 5; do
+        KVIKIO_COMPAT_MODE=ON KVIKIO_NTHREADS=8 run "$lib" "$(bin_of "$lib")/first_call" "$lib" \
+          "$file" "$size" "$gap"
+      done
+    done
   done
   # OURS_VARIANTS: ours once more per variant, with its settings, labelled ours-<name>.
   for variant in ${OURS_VARIANTS:-}; do
