@@ -86,11 +86,15 @@ std::size_t free_idle_staging();
 /**
  * @brief Pins what a process's first stream-ordered call stages through (the counters' first
  * page and a starter block of one huge page) ahead of that call, on a thread of its own, in the
- * context current on the calling thread; the call then pins nothing on its caller. Done once per
- * process; does nothing where the process has not loaded the CUDA driver or this thread has no
+ * context current on the calling thread; the call then pins nothing on its caller. A stream's
+ * first call that takes the block has another pinned the same way, for the next stream. Done once
+ * per process; does nothing where the process has not loaded the CUDA driver or this thread has no
  * context current (a later call may then do it). Called when a file is opened.
  */
 void warm_up_stream_staging() noexcept;
+
+/// @brief Starter blocks kept for the next stream's first call (0 or 1). For tests.
+[[nodiscard]] std::size_t staging_blocks_kept();
 
 /// @brief Waits until the staging pinned ahead (warm_up_stream_staging()) and every stream's
 /// full ring that is being pinned are pinned (a full ring takes over at that stream's next call).

@@ -198,18 +198,60 @@ class StarterStock {
     return *none;
   }
 
-  /// A kept block, or the one being pinned ahead (waited for), or null.
-  void* take()
+  /// A kept block, or the one being pinned ahead (waited for), or null. With `replace`, a block
+  /// taken is replaced on a thread of its own, in the caller's context, so that the next stream's
+  /// first call finds one too (else the caller has it replaced: claim_replacement()).
+  void* take(bool replace)
   {
-    std::unique_lock lock{mutex_};
-    warmed_.wait(lock, [&] { return !warming_; });
-    return std::exchange(kept_, nullptr);
+    void* block = nullptr;
+    {
+      std::unique_lock lock{mutex_};
+      warmed_.wait(lock, [&] { return !warming_; });
+      block = std::exchange(kept_, nullptr);
+      if (block == nullptr || !replace) { return block; }  // none pinned, or it failed: no retry
+      warming_ = true;
+    }
+    CUcontext ctx{};
+    if (cudaAPI::instance().CtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr) {
+      pin_ahead(ctx, false);
+    } else {
+      finish_pinning(nullptr);
+    }
+    return block;
   }
 
-  void wait_for_warm_up()
+  /// Whether the caller is to pin a block (replace_here()): none is kept or being pinned.
+  [[nodiscard]] bool claim_replacement() noexcept
+  {
+    std::lock_guard const lock{mutex_};
+    if (kept_ != nullptr || warming_) { return false; }
+    warming_ = true;
+    return true;
+  }
+
+  /// After claim_replacement(): pins a block in the current context.
+  void replace_here() noexcept
+  {
+    void* block = nullptr;
+    try {
+      block = CudaPinnedAllocator::allocate(starter_bytes);
+    } catch (std::exception const& e) {
+      KVIKIO_LOG_INFO("stream-ordered I/O: pinning staging ahead failed: ", e.what());
+    }
+    finish_pinning(block);
+  }
+
+  /// Waits for pinning ahead in progress.
+  void wait()
   {
     std::unique_lock lock{mutex_};
     warmed_.wait(lock, [&] { return !warming_; });
+  }
+
+  [[nodiscard]] std::size_t kept()
+  {
+    std::lock_guard const lock{mutex_};
+    return kept_ != nullptr ? 1 : 0;
   }
 
   void give_back(void* block) noexcept
@@ -232,26 +274,32 @@ class StarterStock {
       if (warmed_up_) { return; }
       warmed_up_ = warming_ = true;
     }
-    try {
-      start_pinning_thread([this, ctx] {
-        void* block = nullptr;
-        try {
-          PushAndPopContext const pushed{ctx};
-          CounterPool::instance().reserve();
-          block = CudaPinnedAllocator::allocate(starter_bytes);
-        } catch (std::exception const& e) {  // the first call pins what it needs, as without
-          KVIKIO_LOG_INFO("stream-ordered I/O: pinning staging ahead failed: ", e.what());
-        }
-        finish_warm_up(block);
-      });
-    } catch (std::exception const& e) {
-      KVIKIO_LOG_INFO("stream-ordered I/O: no thread to pin staging ahead: ", e.what());
-      finish_warm_up(nullptr);
-    }
+    pin_ahead(ctx, true);
   }
 
  private:
-  void finish_warm_up(void* block) noexcept
+  // Pins a block (and the counters' first page) on a thread of its own; `warming_` is set.
+  void pin_ahead(CUcontext ctx, bool counters) noexcept
+  {
+    try {
+      start_pinning_thread([this, ctx, counters] {
+        void* block = nullptr;
+        try {
+          PushAndPopContext const pushed{ctx};
+          if (counters) { CounterPool::instance().reserve(); }
+          block = CudaPinnedAllocator::allocate(starter_bytes);
+        } catch (std::exception const& e) {  // a first call pins what it needs, as without
+          KVIKIO_LOG_INFO("stream-ordered I/O: pinning staging ahead failed: ", e.what());
+        }
+        finish_pinning(block);
+      });
+    } catch (std::exception const& e) {
+      KVIKIO_LOG_INFO("stream-ordered I/O: no thread to pin staging ahead: ", e.what());
+      finish_pinning(nullptr);
+    }
+  }
+
+  void finish_pinning(void* block) noexcept
   {
     {
       std::lock_guard const lock{mutex_};
@@ -290,7 +338,7 @@ void Counter::wait_for(std::uint32_t target) const noexcept
   }
 }
 
-StagingRing::StagingRing(std::size_t num_slots, std::size_t slot_size)
+StagingRing::StagingRing(std::size_t num_slots, std::size_t slot_size, bool starter)
   : slot_size_{slot_size},
     operations_ended_{Counter::take()},
     ended_in_order_{operations_ended_.load()}
@@ -301,7 +349,7 @@ StagingRing::StagingRing(std::size_t num_slots, std::size_t slot_size)
   try {
     // One block for every slot: one mapping and one registration, or a kept starter block.
     if (num_slots * slot_size <= starter_bytes) {
-      block_      = StarterStock::instance().take();
+      block_      = StarterStock::instance().take(!starter);
       from_stock_ = block_ != nullptr;
     }
     block_size_ = from_stock_ ? starter_bytes : num_slots * slot_size;
@@ -438,6 +486,9 @@ std::shared_ptr<PendingFullRing> pin_in_background(CUcontext ctx,
       } catch (...) {
         error = std::current_exception();
       }
+      // The starter took the kept block: once the full ring is handed over, another is pinned
+      // for the next stream's first call.
+      bool const replacing = pushed && StarterStock::instance().claim_replacement();
       {
         std::lock_guard const lock{pending->mutex};
         pending->ring  = std::move(ring);
@@ -446,6 +497,7 @@ std::shared_ptr<PendingFullRing> pin_in_background(CUcontext ctx,
       }
       pending->pinned.notify_all();
       pending.reset();
+      if (replacing) { StarterStock::instance().replace_here(); }
     }
   });
   return pending;
@@ -615,7 +667,7 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
         bool const start_small         = !background_pinning_failed.load() && starter_slot > 0 &&
                                  num_slots * slot_size > starter_bytes &&
                                  (bytes + starter_slot - 1) / starter_slot <= most_starter_uses;
-        Entry entry{start_small ? std::make_shared<StagingRing>(starter_count, starter_slot)
+        Entry entry{start_small ? std::make_shared<StagingRing>(starter_count, starter_slot, true)
                                 : std::make_shared<StagingRing>(num_slots, slot_size),
                     ++uses};
         if (start_small) {
@@ -670,9 +722,11 @@ void warm_up_stream_staging() noexcept
   StarterStock::instance().warm_up(ctx);
 }
 
+std::size_t staging_blocks_kept() { return StarterStock::instance().kept(); }
+
 void wait_for_staging_pinning()
 {
-  StarterStock::instance().wait_for_warm_up();
+  StarterStock::instance().wait();
   std::vector<std::shared_ptr<PendingFullRing>> pending;
   {
     std::lock_guard const lock{registry_mutex};

@@ -89,10 +89,12 @@ class StagingRing {
  public:
   /**
    * @brief A ring of `num_slots` x `slot_size` in one pinned block: a kept starter block where
-   * it fits one and one is kept (given back when the ring is freed), else one pinned now.
+   * it fits one and one is kept (given back when the ring is freed), else one pinned now. A kept
+   * block taken is replaced on a thread of its own, or, for a `starter`, by the thread that pins
+   * its stream's full ring, once that is pinned.
    * @throws what the driver throws when pinning. The caller has pushed a context.
    */
-  StagingRing(std::size_t num_slots, std::size_t slot_size);
+  StagingRing(std::size_t num_slots, std::size_t slot_size, bool starter = false);
   ~StagingRing() noexcept;
   StagingRing(StagingRing const&)            = delete;
   StagingRing& operator=(StagingRing const&) = delete;
