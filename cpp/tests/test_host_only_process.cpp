@@ -1,0 +1,66 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * A program that never makes a CUDA context: opening a file does not load the CUDA driver, and
+ * nothing is pinned ahead for stream-ordered calls (that is done only where the process has a
+ * context current when it opens a file). Reading into host memory asks the driver what the
+ * memory is, which loads it; a file opened after that still pins nothing. ctest puts the
+ * simulator on LD_LIBRARY_PATH, so a load of "libcuda.so.1" would succeed and be seen.
+ */
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <kvikio/compat_mode.hpp>
+#include <kvikio/file_handle.hpp>
+#include <kvikio/shim/cuda.hpp>
+
+#include "common/device.hpp"
+#include "common/temp_dir.hpp"
+#include "parallel/stream_ordered.hpp"
+
+namespace {
+
+bool driver_in_process()
+{
+  void* const handle = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) { return false; }
+  ::dlclose(handle);
+  return true;
+}
+
+TEST(HostOnlyProcess, OpeningAFileLoadsNoDriverAndPinsNothing)
+{
+  ASSERT_FALSE(driver_in_process()) << "the driver was loaded before the test";
+  kvikio::test::TempDir const dir;
+  std::string const path = dir.file("data");
+  auto const content     = kvikio::test::pattern((1 << 20) + 3, 61);
+  kvikio::test::write_file(path, content);
+  auto open = [&] {
+    return kvikio::FileHandle{path, "r", kvikio::FileHandle::m644, kvikio::CompatMode::ON};
+  };
+  {
+    auto file = open();
+    EXPECT_FALSE(driver_in_process()) << "opening a file loaded the CUDA driver";
+    EXPECT_FALSE(kvikio::detail::cuda_driver_loaded());
+    std::vector<std::uint8_t> back(content.size() + 2, 0xA5);
+    EXPECT_EQ(file.pread(back.data() + 1, content.size()).get(), content.size());
+    EXPECT_EQ(back.front(), 0xA5);
+    EXPECT_EQ(back.back(), 0xA5);
+    EXPECT_TRUE(std::equal(content.begin(), content.end(), back.begin() + 1));
+  }
+  ASSERT_TRUE(kvikio::detail::cuda_driver_loaded()) << "the host read asked the driver";
+  {
+    auto const file = open();  // the driver is loaded now, but no context is current
+  }
+  kvikio::detail::wait_for_staging_pinning();
+  EXPECT_EQ(kvikio::detail::staging_blocks_kept(), 0U) << "pinned ahead without a context";
+  EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 0U);
+}
+
+}  // namespace
