@@ -60,9 +60,9 @@ int main(int argc, char** argv)
     return 2;
   }
   std::string const label = argv[1], path = argv[2];
-  std::size_t const size  = std::stoull(argv[3]);
-  int const gap_ms        = std::atoi(argv[4]);
-  char* device            = nullptr;
+  std::size_t const size = std::stoull(argv[3]);
+  int const gap_ms       = std::atoi(argv[4]);
+  char* device           = nullptr;
   cudaStream_t first{}, other{};
   if (cudaMalloc(reinterpret_cast<void**>(&device), size) != cudaSuccess ||
       cudaStreamCreateWithFlags(&first, cudaStreamNonBlocking) != cudaSuccess ||
