@@ -47,14 +47,16 @@ TEST(HostOnlyProcess, OpeningAFileLoadsNoDriverAndPinsNothing)
   {
     auto file = open();
     EXPECT_FALSE(driver_in_process()) << "opening a file loaded the CUDA driver";
-    EXPECT_FALSE(kvikio::detail::cuda_driver_loaded());
+    EXPECT_EQ(kvikio::detail::current_context_where_cuda_is_in_use(), nullptr);
+    EXPECT_FALSE(driver_in_process()) << "asking whether CUDA is in use loaded the driver";
     std::vector<std::uint8_t> back(content.size() + 2, 0xA5);
     EXPECT_EQ(file.pread(back.data() + 1, content.size()).get(), content.size());
     EXPECT_EQ(back.front(), 0xA5);
     EXPECT_EQ(back.back(), 0xA5);
     EXPECT_TRUE(std::equal(content.begin(), content.end(), back.begin() + 1));
   }
-  ASSERT_TRUE(kvikio::detail::cuda_driver_loaded()) << "the host read asked the driver";
+  ASSERT_TRUE(driver_in_process()) << "the host read asked the driver";
+  EXPECT_EQ(kvikio::detail::current_context_where_cuda_is_in_use(), nullptr) << "no context";
   {
     auto const file = open();  // the driver is loaded now, but no context is current
   }

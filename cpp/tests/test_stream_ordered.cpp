@@ -315,7 +315,7 @@ TEST_P(StreamOrdered, NoFreePoolThreadIsNeeded)
 TEST_P(StreamOrdered, TinyStagingIsTheStreamsOwnAndFreedWhenIdle)
 {
   kvikio::defaults::set_thread_pool_nthreads(1);
-  kvikio::defaults::set_bounce_buffer_size(8192);  // 2 slots of one page, not 4
+  kvikio::defaults::set_bounce_buffer_size(8192);  // 2 slots of one page: no more than 8 KiB
   auto& pool               = kvikio::BounceBufferPool<>::instance();
   std::size_t const pinned = pool.pinned_bytes();
   kvikio::test::DeviceBuffer dev{content_.size()};
@@ -645,12 +645,12 @@ TEST_F(Injected, WithoutStreamMemOpsAHostFunctionWaits)
 }
 
 // CUDASIM_FAIL=cuMemHostRegister:3:CUDA_ERROR_OUT_OF_MEMORY: the stream's full ring (the
-// process's third registration, after the counters' page and the starter) fails to pin in the
-// background. The failure is logged, the starter's bytes are right, and the next call, the
-// starter being idle, pins the full ring on the caller.
+// process's third registration, after the counters' page and the starter's block, both pinned
+// when the file was opened) fails to pin in the background. The failure is logged, the starter's
+// bytes are right, and the next call, the starter being idle, pins the full ring on the caller.
 TEST_F(Injected, AFailedBackgroundPinningLeavesTheStarterThenPinsOnTheCaller)
 {
-  kvikio::defaults::set_thread_pool_nthreads(4);  // a ring of 4 x 1 MiB: four 512 KiB to start
+  kvikio::defaults::set_thread_pool_nthreads(4);  // a ring of 8 x 512 KiB: four to start
   kvikio::test::DeviceBuffer dev{content_.size()};
   kvikio::test::Stream stream;
   FileHandle f{path_, "r"};

@@ -222,14 +222,15 @@ void run_stream_ordered(StreamOrderedRange const& range,
   }
   // The stream's ring: two slots per worker (at least KVIKIO_NUM_BOUNCE_BUFFERS), each of at
   // least a piece and least_slot, within every worker's bounce buffer (threads x bounce
-  // buffer size, the pinned memory the settings allow a pool; smaller slots where that is
-  // less). The stream copies the slots out in order: with one slot per worker, a worker whose
-  // slot waits for its copy has nothing to fill; with two it fills the other meanwhile. Big
-  // slots mean few driver operations per call.
-  std::size_t const page      = get_page_size();
-  std::size_t const k         = defaults::num_bounce_buffers();
-  std::size_t const most      = range.threads * detail::staging_buffer_size();
-  std::size_t const num_slots = std::max(k, 2 * range.threads);
+  // buffer size, the pinned memory the settings allow a pool; smaller slots, and fewer of a
+  // page each, where that is less). The stream copies the slots out in order: with one slot per
+  // worker, a worker whose slot waits for its copy has nothing to fill; with two it fills the other
+  // meanwhile. Big slots mean few driver operations per call.
+  std::size_t const page = get_page_size();
+  std::size_t const k    = defaults::num_bounce_buffers();
+  std::size_t const most = range.threads * detail::staging_buffer_size();
+  std::size_t const num_slots =
+    std::max<std::size_t>(1, std::min(std::max(k, 2 * range.threads), most / page));
   std::size_t const whole     = std::max(least_slot, range.piece_size);
   std::size_t const slot_size = std::max(page, std::min(whole, most / num_slots) / page * page);
   auto op                     = std::make_shared<Operation>();

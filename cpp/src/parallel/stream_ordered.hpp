@@ -77,7 +77,8 @@ void run_stream_ordered(StreamOrderedRange const& range,
 [[nodiscard]] std::function<void(ssize_t, std::exception_ptr)> report_stream_ordered(
   ssize_t* bytes_p, std::shared_ptr<std::exception_ptr> error, char const* what);
 
-/// @brief Pinned bytes held by the staging rings of streams.
+/// @brief Bytes of the staging rings of streams (a ring in a kept starter block counts its own
+/// bytes; the block kept between rings is not counted).
 [[nodiscard]] std::size_t staging_pinned_bytes();
 
 /// @brief Frees the staging rings that are idle (nothing of theirs in flight); returns how many.

@@ -179,9 +179,9 @@ void start_pinning_thread(Pin&& pin)
 /**
  * Starter blocks (`starter_bytes`, pinned) kept between rings: a ring that fits one takes it
  * instead of pinning on its caller, and gives it back when freed. The first is pinned ahead of
- * the process's first stream-ordered call (warm_up_stream_staging()); later ones are those of
- * starters the full rings replaced, so a later stream's first call pins nothing either. At most
- * one is kept: more are freed.
+ * the process's first stream-ordered call (warm_up_stream_staging()); a starter gives its block
+ * back once its stream's full ring took over, for the next stream's first call; a small full
+ * ring, which keeps its block, has another pinned at once. At most one is kept: more are freed.
  */
 class StarterStock;
 // Never deleted: a pinning thread may finish after exit() began.
@@ -198,18 +198,17 @@ class StarterStock {
     return *none;
   }
 
-  /// A kept block, or the one being pinned ahead (waited for), or null. With `replace`, a block
-  /// taken is replaced on a thread of its own, in the caller's context, so that the next stream's
-  /// first call finds one too (else the caller has it replaced: claim_replacement()).
+  /// A kept block, or one being pinned (waited for), or null. With `replace`, a block taken is
+  /// replaced on a thread of its own, in the caller's context.
   void* take(bool replace)
   {
     void* block = nullptr;
     {
       std::unique_lock lock{mutex_};
-      warmed_.wait(lock, [&] { return !warming_; });
+      pinned_.wait(lock, [&] { return pinning_ == 0; });
       block = std::exchange(kept_, nullptr);
       if (block == nullptr || !replace) { return block; }  // none pinned, or it failed: no retry
-      warming_ = true;
+      ++pinning_;
     }
     CUcontext ctx{};
     if (cudaAPI::instance().CtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr) {
@@ -220,32 +219,11 @@ class StarterStock {
     return block;
   }
 
-  /// Whether the caller is to pin a block (replace_here()): none is kept or being pinned.
-  [[nodiscard]] bool claim_replacement() noexcept
-  {
-    std::lock_guard const lock{mutex_};
-    if (kept_ != nullptr || warming_) { return false; }
-    warming_ = true;
-    return true;
-  }
-
-  /// After claim_replacement(): pins a block in the current context.
-  void replace_here() noexcept
-  {
-    void* block = nullptr;
-    try {
-      block = CudaPinnedAllocator::allocate(starter_bytes);
-    } catch (std::exception const& e) {
-      KVIKIO_LOG_INFO("stream-ordered I/O: pinning staging ahead failed: ", e.what());
-    }
-    finish_pinning(block);
-  }
-
   /// Waits for pinning ahead in progress.
   void wait()
   {
     std::unique_lock lock{mutex_};
-    warmed_.wait(lock, [&] { return !warming_; });
+    pinned_.wait(lock, [&] { return pinning_ == 0; });
   }
 
   [[nodiscard]] std::size_t kept()
@@ -272,26 +250,33 @@ class StarterStock {
     {
       std::lock_guard const lock{mutex_};
       if (warmed_up_) { return; }
-      warmed_up_ = warming_ = true;
+      warmed_up_ = true;
+      ++pinning_;
     }
     pin_ahead(ctx, true);
   }
 
  private:
-  // Pins a block (and the counters' first page) on a thread of its own; `warming_` is set.
+  // Pins a block (and the counters' first page) on a thread of its own; counted in `pinning_`.
   void pin_ahead(CUcontext ctx, bool counters) noexcept
   {
     try {
       start_pinning_thread([this, ctx, counters] {
-        void* block = nullptr;
         try {
           PushAndPopContext const pushed{ctx};
           if (counters) { CounterPool::instance().reserve(); }
-          block = CudaPinnedAllocator::allocate(starter_bytes);
-        } catch (std::exception const& e) {  // a first call pins what it needs, as without
+          void* block = nullptr;
+          try {
+            block = CudaPinnedAllocator::allocate(starter_bytes);
+          } catch (std::exception const& e) {
+            KVIKIO_LOG_INFO("stream-ordered I/O: pinning staging ahead failed: ", e.what());
+          }
+          finish_pinning(block);  // in the context, which frees a block not needed
+          return;
+        } catch (std::exception const& e) {  // a first call pins what it needs itself
           KVIKIO_LOG_INFO("stream-ordered I/O: pinning staging ahead failed: ", e.what());
         }
-        finish_pinning(block);
+        finish_pinning(nullptr);
       });
     } catch (std::exception const& e) {
       KVIKIO_LOG_INFO("stream-ordered I/O: no thread to pin staging ahead: ", e.what());
@@ -303,16 +288,16 @@ class StarterStock {
   {
     {
       std::lock_guard const lock{mutex_};
-      warming_ = false;
+      --pinning_;
       if (kept_ == nullptr) { std::swap(kept_, block); }
     }
-    warmed_.notify_all();
+    pinned_.notify_all();
     if (block != nullptr) { free_pinned_off_workers(block, starter_bytes); }
   }
 
   std::mutex mutex_;
-  std::condition_variable warmed_;
-  bool warming_{false};
+  std::condition_variable pinned_;
+  int pinning_{0};  // blocks being pinned ahead
   bool warmed_up_{false};
   void* kept_{nullptr};
 };
@@ -348,7 +333,7 @@ StagingRing::StagingRing(std::size_t num_slots, std::size_t slot_size, bool star
   slots_.reserve(num_slots);
   try {
     // One block for every slot: one mapping and one registration, or a kept starter block.
-    if (num_slots * slot_size <= starter_bytes) {
+    if (num_slots * slot_size <= starter_bytes && num_slots * slot_size > starter_bytes / 2) {
       block_      = StarterStock::instance().take(!starter);
       from_stock_ = block_ != nullptr;
     }
@@ -486,9 +471,6 @@ std::shared_ptr<PendingFullRing> pin_in_background(CUcontext ctx,
       } catch (...) {
         error = std::current_exception();
       }
-      // The starter took the kept block: once the full ring is handed over, another is pinned
-      // for the next stream's first call.
-      bool const replacing = pushed && StarterStock::instance().claim_replacement();
       {
         std::lock_guard const lock{pending->mutex};
         pending->ring  = std::move(ring);
@@ -497,7 +479,6 @@ std::shared_ptr<PendingFullRing> pin_in_background(CUcontext ctx,
       }
       pending->pinned.notify_all();
       pending.reset();
-      if (replacing) { StarterStock::instance().replace_here(); }
     }
   });
   return pending;
@@ -715,9 +696,9 @@ std::size_t free_idle_staging()
 void warm_up_stream_staging() noexcept
 {
   static std::atomic<bool> done{false};
-  if (done.load(std::memory_order_relaxed) || !cuda_driver_loaded()) { return; }
-  CUcontext ctx{};
-  if (cudaAPI::instance().CtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx == nullptr) { return; }
+  if (done.load(std::memory_order_relaxed)) { return; }
+  CUcontext const ctx = current_context_where_cuda_is_in_use();
+  if (ctx == nullptr) { return; }
   done.store(true, std::memory_order_relaxed);
   StarterStock::instance().warm_up(ctx);
 }
@@ -726,7 +707,6 @@ std::size_t staging_blocks_kept() { return StarterStock::instance().kept(); }
 
 void wait_for_staging_pinning()
 {
-  StarterStock::instance().wait();
   std::vector<std::shared_ptr<PendingFullRing>> pending;
   {
     std::lock_guard const lock{registry_mutex};
@@ -738,6 +718,7 @@ void wait_for_staging_pinning()
     std::unique_lock lock{full->mutex};
     full->pinned.wait(lock, [&] { return full->done; });
   }
+  StarterStock::instance().wait();
 }
 
 }  // namespace kvikio::detail

@@ -90,8 +90,8 @@ class StagingRing {
   /**
    * @brief A ring of `num_slots` x `slot_size` in one pinned block: a kept starter block where
    * it fits one and one is kept (given back when the ring is freed), else one pinned now. A kept
-   * block taken is replaced on a thread of its own, or, for a `starter`, by the thread that pins
-   * its stream's full ring, once that is pinned.
+   * block taken by a full ring is replaced on a thread of its own; a `starter`'s is not (the
+   * starter gives it back once its stream's full ring took over).
    * @throws what the driver throws when pinning. The caller has pushed a context.
    */
   StagingRing(std::size_t num_slots, std::size_t slot_size, bool starter = false);

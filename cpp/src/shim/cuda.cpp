@@ -135,22 +135,32 @@ bool is_cuda_available() noexcept { return CudaDriverLoader::get().api != nullpt
 
 namespace detail {
 
-bool cuda_driver_loaded() noexcept
+CUcontext current_context_where_cuda_is_in_use() noexcept
 {
   if (auto const* loaded = CudaDriverLoader::done.load(std::memory_order_acquire)) {
-    return loaded->api != nullptr;
+    CUcontext ctx{};
+    if (loaded->api == nullptr || loaded->api->CtxGetCurrent(&ctx) != CUDA_SUCCESS) {
+      return nullptr;
+    }
+    return ctx;
   }
   std::string name;
   try {
     std::lock_guard const lock{library_name_mutex};
     name = library_name;
   } catch (...) {
-    return false;
+    return nullptr;
   }
+  // Asked through the process's own handle, which answers CUDA_ERROR_NOT_INITIALIZED before
+  // cuInit: loading this library's table calls cuInit, which only a process using CUDA has done.
   void* const handle = ::dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-  if (handle == nullptr) { return false; }
+  if (handle == nullptr) { return nullptr; }
+  using GetCurrent = CUresult (*)(CUcontext*);
+  auto const get   = reinterpret_cast<GetCurrent>(::dlsym(handle, "cuCtxGetCurrent"));
+  CUcontext ctx{};
+  bool const in_use = get != nullptr && get(&ctx) == CUDA_SUCCESS && ctx != nullptr;
   ::dlclose(handle);
-  return is_cuda_available();
+  return in_use && is_cuda_available() ? ctx : nullptr;
 }
 
 std::string cuda_unavailable_reason() { return CudaDriverLoader::get().unavailable_reason; }

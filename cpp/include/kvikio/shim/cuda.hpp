@@ -177,10 +177,11 @@ namespace detail {
 std::string cuda_unavailable_reason();
 
 /**
- * @brief Whether the process has loaded the CUDA driver (through this library or any other) and
- * it works; never loads it.
+ * @brief The calling thread's current context where the process has loaded and initialised the
+ * CUDA driver (through this library or any other); null where it has not, or no context is
+ * current. Never loads or initialises the driver.
  */
-bool cuda_driver_loaded() noexcept;
+CUcontext current_context_where_cuda_is_in_use() noexcept;
 
 /**
  * @brief For tests: the library name `dlopen` is given instead of `libcuda.so.1`.
