@@ -244,13 +244,11 @@ class StarterStock {
     free_pinned_off_workers(block, starter_bytes);
   }
 
-  /// Pins the counters' first page and a block in `ctx` on a thread of its own, once.
+  /// Pins the counters' first page and a block in `ctx` on a thread of its own.
   void warm_up(CUcontext ctx) noexcept
   {
     {
       std::lock_guard const lock{mutex_};
-      if (warmed_up_) { return; }
-      warmed_up_ = true;
       ++pinning_;
     }
     pin_ahead(ctx, true);
@@ -298,7 +296,6 @@ class StarterStock {
   std::mutex mutex_;
   std::condition_variable pinned_;
   int pinning_{0};  // blocks being pinned ahead
-  bool warmed_up_{false};
   void* kept_{nullptr};
 };
 
@@ -698,8 +695,7 @@ void warm_up_stream_staging() noexcept
   static std::atomic<bool> done{false};
   if (done.load(std::memory_order_relaxed)) { return; }
   CUcontext const ctx = current_context_where_cuda_is_in_use();
-  if (ctx == nullptr) { return; }
-  done.store(true, std::memory_order_relaxed);
+  if (ctx == nullptr || done.exchange(true)) { return; }  // once, by one of the openers
   StarterStock::instance().warm_up(ctx);
 }
 
