@@ -89,7 +89,10 @@ inline std::set<std::string> code_files()
 /// the test program, libkvikio or its own runtime to symbolize a report that a suppression then
 /// drops); io_uring rings, which io_uring_rings() counts; and the core count that glibc reads
 /// from /sys/devices/system/cpu (open for a moment, in whichever thread first allocates memory or
-/// asks for it: a stream-ordered worker's first free can come after its operation reported).
+/// asks for it: a stream-ordered worker's first free can come after its operation reported);
+/// and the NUMA nodes online, which pinning a staging block reads (open for a moment, on
+/// whichever thread pins: the block pinned ahead at a process's first opening, or a stream's
+/// full ring, is pinned on a thread of its own while the test goes on).
 inline std::vector<std::string> open_descriptors()
 {
   auto const code = code_files();
@@ -98,6 +101,7 @@ inline std::vector<std::string> open_descriptors()
     if (code.count(to) != 0) { continue; }
     if (to.rfind("/proc/", 0) == 0 || to.rfind("socket:", 0) == 0) { continue; }
     if (to.rfind("/sys/devices/system/cpu/", 0) == 0) { continue; }
+    if (to == "/sys/devices/system/node/online") { continue; }
     if (to.rfind("/dev/nvidia", 0) == 0) { continue; }  // the real driver's own, opened at will
     if (to == "anon_inode:[io_uring]") { continue; }    // per thread, at its first use: below
     out.push_back(fd + " -> " + to);
