@@ -29,6 +29,7 @@
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
 
+#include "core/renewed_at_fork.hpp"
 #include "cuda/pinned_memory.hpp"
 #include "parallel/stream_ordered.hpp"
 #include "parallel/stream_workers.hpp"
@@ -184,19 +185,12 @@ void start_pinning_thread(Pin&& pin)
  * ring, which keeps its block, has another pinned at once. At most one is kept: more are freed.
  */
 class StarterStock;
-// Never deleted: a pinning thread may finish after exit() began.
-std::atomic<StarterStock*> current_stock{nullptr};
+// A pinning thread may finish after exit() began.
+RenewedAtFork<StarterStock> current_stock;
 
 class StarterStock {
  public:
-  static StarterStock& instance()
-  {
-    if (auto* const stock = current_stock.load(std::memory_order_acquire)) { return *stock; }
-    auto made          = std::make_unique<StarterStock>();
-    StarterStock* none = nullptr;
-    if (current_stock.compare_exchange_strong(none, made.get())) { return *made.release(); }
-    return *none;
-  }
+  static StarterStock& instance() { return current_stock.get(); }
 
   /// A kept block, or one being pinned (waited for), or null. With `replace`, a block taken is
   /// replaced on a thread of its own, in the caller's context.
@@ -301,9 +295,8 @@ class StarterStock {
 
 // A child of fork() starts with no stock: its parent's blocks are not mapped there (pinned memory
 // is not inherited), and the stock's mutex may have been held at the fork.
-[[maybe_unused]] int const stock_forgotten_at_fork = ::pthread_atfork(nullptr, nullptr, [] {
-  if (current_stock.load() != nullptr) { current_stock.store(new StarterStock()); }
-});
+[[maybe_unused]] int const stock_forgotten_at_fork =
+  ::pthread_atfork(nullptr, nullptr, [] { current_stock.renew(); });
 
 }  // namespace
 

@@ -16,27 +16,20 @@
 #include <thread>
 #include <utility>
 
+#include "core/renewed_at_fork.hpp"
+
 namespace kvikio::detail {
 namespace {
 
 class StreamWorkers;
 thread_local bool this_thread_is_a_worker = false;
-// The process's workers, once there are any. Never deleted: detached workers use them until the
-// process ends (a forked child leaks its parent's, whose mutex may have been held at the fork).
-std::atomic<StreamWorkers*> current{nullptr};
+// The process's workers, once there are any (detached workers use them until the process ends).
+RenewedAtFork<StreamWorkers> current;
 
 class StreamWorkers {
  public:
   /// The process's workers; a child of fork() starts with none (and with no work).
-  static StreamWorkers& instance()
-  {
-    if (auto* const workers = current.load(std::memory_order_acquire)) { return *workers; }
-    // Made without a lock (it starts no thread): of two threads here at once, one's is kept.
-    auto made               = std::make_unique<StreamWorkers>();
-    StreamWorkers* expected = nullptr;
-    if (current.compare_exchange_strong(expected, made.get())) { return *made.release(); }
-    return *expected;
-  }
+  static StreamWorkers& instance() { return current.get(); }
 
   void add(std::shared_ptr<ReadyPieces> work, std::size_t threads)
   {
@@ -141,9 +134,8 @@ class StreamWorkers {
 };
 
 // A child of fork() whose parent had workers starts its own, empty.
-[[maybe_unused]] int const fork_handler_registered = ::pthread_atfork(nullptr, nullptr, [] {
-  if (current.load() != nullptr) { current.store(new StreamWorkers()); }
-});
+[[maybe_unused]] int const fork_handler_registered =
+  ::pthread_atfork(nullptr, nullptr, [] { current.renew(); });
 
 }  // namespace
 
