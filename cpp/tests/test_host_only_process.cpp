@@ -6,6 +6,9 @@
  * context current when it opens a file). Reading into host memory asks the driver what the
  * memory is, which loads it; a file opened after that still pins nothing. ctest puts the
  * simulator on LD_LIBRARY_PATH, so a load of "libcuda.so.1" would succeed and be seen.
+ *
+ * And the first opening in a process with a context current (each test is a process of its own):
+ * a primary context gets a block pinned ahead, a context the program made gets none.
  */
 #include <dlfcn.h>
 
@@ -63,6 +66,45 @@ TEST(HostOnlyProcess, OpeningAFileLoadsNoDriverAndPinsNothing)
   kvikio::detail::wait_for_staging_pinning();
   EXPECT_EQ(kvikio::detail::staging_blocks_kept(), 0U) << "pinned ahead without a context";
   EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 0U);
+}
+
+// A context the program made for itself may end as soon as the file is open (cuCtxDestroy): its
+// handle is then no context at all. Nothing is pinned ahead in it (the simulator reports a
+// destroyed context pushed as misuse, which fails the test); the first call in such a context
+// pins its own staging.
+TEST(FirstOpening, InAContextTheProgramMadePinsNothingAhead)
+{
+  if (auto const why = kvikio::test::no_device_reason(); !why.empty()) { GTEST_SKIP() << why; }
+  kvikio::test::TempDir const dir;
+  std::string const path = dir.file("data");
+  kvikio::test::write_file(path, kvikio::test::pattern(4096, 62));
+  CUdevice device{};
+  ASSERT_EQ(kvikio::test::api().DeviceGet(&device, 0), CUDA_SUCCESS);
+  CUcontext own{};
+  ASSERT_EQ(kvikio::test::api().CtxCreate(&own, nullptr, 0, device), CUDA_SUCCESS);
+  {
+    kvikio::FileHandle const file{path, "r"};
+  }
+  ASSERT_EQ(kvikio::test::api().CtxDestroy(own), CUDA_SUCCESS);
+  kvikio::detail::wait_for_staging_pinning();
+  EXPECT_EQ(kvikio::detail::staging_blocks_kept(), 0U) << "pinned ahead in a context now gone";
+  EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 0U);
+}
+
+// In a device's primary context (the one the CUDA runtime, CuPy and RMM use), whose handle lasts
+// as long as the process, the first opening pins a block ahead for the first stream-ordered call.
+TEST(FirstOpening, InAPrimaryContextPinsABlockAhead)
+{
+  if (auto const why = kvikio::test::no_device_reason(); !why.empty()) { GTEST_SKIP() << why; }
+  kvikio::test::TempDir const dir;
+  std::string const path = dir.file("data");
+  kvikio::test::write_file(path, kvikio::test::pattern(4096, 63));
+  kvikio::PushAndPopContext const current{kvikio::get_primary_cuda_context(0)};
+  {
+    kvikio::FileHandle const file{path, "r"};
+  }
+  kvikio::detail::wait_for_staging_pinning();
+  EXPECT_EQ(kvikio::detail::staging_blocks_kept(), 1U);
 }
 
 }  // namespace

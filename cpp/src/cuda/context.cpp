@@ -1,6 +1,8 @@
 /*
  * SPDX-License-Identifier: Apache-2.0
  */
+#include "cuda/context.hpp"
+
 #include <map>
 #include <mutex>
 
@@ -88,4 +90,31 @@ PushAndPopContext::~PushAndPopContext() noexcept
   }
 }
 
+namespace detail {
+
+bool is_primary_context(CUcontext ctx) noexcept
+{
+  try {
+    auto& api = cudaAPI::instance();
+    CUdevice device{};
+    {
+      PushAndPopContext const pushed{ctx};
+      if (api.CtxGetDevice(&device) != CUDA_SUCCESS) { return false; }
+    }
+    unsigned int flags{};
+    int active{};
+    // An inactive primary context is not `ctx`; retaining it would make it (device memory).
+    if (api.DevicePrimaryCtxGetState(device, &flags, &active) != CUDA_SUCCESS || active == 0) {
+      return false;
+    }
+    CUcontext primary{};
+    if (api.DevicePrimaryCtxRetain(&primary, device) != CUDA_SUCCESS) { return false; }
+    (void)api.DevicePrimaryCtxRelease(device);
+    return primary == ctx;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace detail
 }  // namespace kvikio

@@ -30,6 +30,7 @@
 #include <kvikio/utils.hpp>
 
 #include "core/renewed_at_fork.hpp"
+#include "cuda/context.hpp"
 #include "cuda/pinned_memory.hpp"
 #include "parallel/stream_ordered.hpp"
 #include "parallel/stream_workers.hpp"
@@ -688,7 +689,10 @@ void warm_up_stream_staging() noexcept
   static std::atomic<bool> done{false};
   if (done.load(std::memory_order_relaxed)) { return; }
   CUcontext const ctx = current_context_where_cuda_is_in_use();
-  if (ctx == nullptr || done.exchange(true)) { return; }  // once, by one of the openers
+  // The block is pinned in the opener's context after the opening returns, and kept: only a
+  // primary context is sure to outlive that (a context the program made may end at once). Once,
+  // by one of the openers.
+  if (ctx == nullptr || !is_primary_context(ctx) || done.exchange(true)) { return; }
   StarterStock::instance().warm_up(ctx);
 }
 

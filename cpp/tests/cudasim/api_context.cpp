@@ -157,6 +157,19 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
   return CUDA_SUCCESS;
 }
 
+CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active)
+{
+  CUDASIM_ENTER("cuDevicePrimaryCtxGetState");
+  if (flags == nullptr || active == nullptr) { return CUDA_ERROR_INVALID_VALUE; }
+  if (!valid_device(dev)) { return CUDA_ERROR_INVALID_DEVICE; }
+  auto& sim = Simulator::get();
+  std::lock_guard const lock{sim.mutex};
+  auto const* ctx = sim.primary[static_cast<std::size_t>(dev)];
+  *active         = ctx != nullptr && ctx->primary_refcount > 0 ? 1 : 0;
+  *flags          = ctx != nullptr ? ctx->flags : 0;
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuCtxCreate(CUcontext* pctx,
                              CUctxCreateParams* params,
                              unsigned int flags,

@@ -1,0 +1,22 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file cuda/context.hpp
+ * @brief What the library asks of a CUDA context beyond the public helpers of kvikio/utils.hpp.
+ */
+
+#include <cuda.h>
+
+namespace kvikio::detail {
+
+/**
+ * @brief Whether `ctx` is its device's primary context (the one the CUDA runtime uses), whose
+ * handle lasts as long as the process; a context the program made (cuCtxCreate) may be destroyed
+ * at any time. Never activates a primary context that is not active; false on any driver error.
+ */
+[[nodiscard]] bool is_primary_context(CUcontext ctx) noexcept;
+
+}  // namespace kvikio::detail
