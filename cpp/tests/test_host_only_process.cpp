@@ -68,6 +68,15 @@ TEST(HostOnlyProcess, OpeningAFileLoadsNoDriverAndPinsNothing)
   EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 0U);
 }
 
+// Opens and closes a file of its own: an opening, with what it pins ahead.
+void open_a_file()
+{
+  kvikio::test::TempDir const dir;
+  std::string const path = dir.file("data");
+  kvikio::test::write_file(path, kvikio::test::pattern(4096, 62));
+  kvikio::FileHandle const file{path, "r"};
+}
+
 // A context the program made for itself may end as soon as the file is open (cuCtxDestroy): its
 // handle is then no context at all. Nothing is pinned ahead in it (the simulator reports a
 // destroyed context pushed as misuse, which fails the test); the first call in such a context
@@ -75,16 +84,11 @@ TEST(HostOnlyProcess, OpeningAFileLoadsNoDriverAndPinsNothing)
 TEST(FirstOpening, InAContextTheProgramMadePinsNothingAhead)
 {
   if (auto const why = kvikio::test::no_device_reason(); !why.empty()) { GTEST_SKIP() << why; }
-  kvikio::test::TempDir const dir;
-  std::string const path = dir.file("data");
-  kvikio::test::write_file(path, kvikio::test::pattern(4096, 62));
   CUdevice device{};
   ASSERT_EQ(kvikio::test::api().DeviceGet(&device, 0), CUDA_SUCCESS);
   CUcontext own{};
   ASSERT_EQ(kvikio::test::api().CtxCreate(&own, nullptr, 0, device), CUDA_SUCCESS);
-  {
-    kvikio::FileHandle const file{path, "r"};
-  }
+  open_a_file();
   ASSERT_EQ(kvikio::test::api().CtxDestroy(own), CUDA_SUCCESS);
   kvikio::detail::wait_for_staging_pinning();
   EXPECT_EQ(kvikio::detail::staging_blocks_kept(), 0U) << "pinned ahead in a context now gone";
@@ -96,13 +100,8 @@ TEST(FirstOpening, InAContextTheProgramMadePinsNothingAhead)
 TEST(FirstOpening, InAPrimaryContextPinsABlockAhead)
 {
   if (auto const why = kvikio::test::no_device_reason(); !why.empty()) { GTEST_SKIP() << why; }
-  kvikio::test::TempDir const dir;
-  std::string const path = dir.file("data");
-  kvikio::test::write_file(path, kvikio::test::pattern(4096, 63));
   kvikio::PushAndPopContext const current{kvikio::get_primary_cuda_context(0)};
-  {
-    kvikio::FileHandle const file{path, "r"};
-  }
+  open_a_file();
   kvikio::detail::wait_for_staging_pinning();
   EXPECT_EQ(kvikio::detail::staging_blocks_kept(), 1U);
 }
