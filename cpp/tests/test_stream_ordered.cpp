@@ -583,23 +583,34 @@ INSTANTIATE_TEST_SUITE_P(Waits,
                          [](auto const& info) { return name(info.param); });
 
 // Run by ctest with a CUDASIM_FAIL rule (the test says which); skipped otherwise.
-class Injected : public kvikio::test::OnDevice {
+// A pool of 2 and 1 MiB bounce buffers: a stream's ring is 4 x 512 KiB (5 copies per read), the
+// size of a kept starter block.
+class SmallRings : public kvikio::test::OnDevice {
+ protected:
+  void SetUp() override
+  {
+    OnDevice::SetUp();
+    if (IsSkipped()) { return; }
+    kvikio::defaults::set_compat_mode(kvikio::CompatMode::ON);
+    kvikio::defaults::set_thread_pool_nthreads(2);
+    kvikio::defaults::set_task_size(1 << 20);
+    kvikio::defaults::set_bounce_buffer_size(1 << 20);
+    kvikio::test::write_file(path_, content_);
+  }
+  kvikio::test::TempDir dir_;
+  std::string path_                  = dir_.file("data");
+  std::vector<std::uint8_t> content_ = pattern((2 << 20) + 1, 83);
+};
+
+class Injected : public SmallRings {
  protected:
   void SetUp() override
   {
     if (std::getenv("CUDASIM_FAIL") == nullptr) {
       GTEST_SKIP() << "runs with CUDASIM_FAIL set (ctest)";
     }
-    OnDevice::SetUp();
-    kvikio::defaults::set_compat_mode(kvikio::CompatMode::ON);
-    kvikio::defaults::set_thread_pool_nthreads(2);
-    kvikio::defaults::set_task_size(1 << 20);
-    kvikio::defaults::set_bounce_buffer_size(1 << 20);  // 512 KiB slots: 5 copies per read
-    kvikio::test::write_file(path_, content_);
+    SmallRings::SetUp();
   }
-  kvikio::test::TempDir dir_;
-  std::string path_                  = dir_.file("data");
-  std::vector<std::uint8_t> content_ = pattern((2 << 20) + 1, 83);
 };
 
 // CUDASIM_FAIL=cuMemcpyHtoDAsync:2:CUDA_ERROR_INVALID_VALUE: enqueuing a copy fails half-way.
@@ -692,6 +703,69 @@ TEST_F(Injected, TheFirstCallStagesThroughWhatTheOpenPinnedAhead)
   read_whole_file_and_check(f, dev, third, content_, "through the block the first ring gave back");
   kvikio::detail::wait_for_staging_pinning();
   EXPECT_EQ(kvikio::detail::staging_blocks_kept(), 1U) << "replaced on a thread of its own";
+}
+
+// The block kept for the next stream's first call serves every context, so it is pinned only in
+// a primary context, whose handle lasts as long as the process. A stream of a context the
+// program made takes the block pinned when the file was opened (in the primary context) and has
+// none pinned in its place (a block pinned there would die with that context, and the next
+// stream would copy out of memory no longer pinned); once its ring is freed the block is kept
+// again and serves a stream of the primary context after the program's context has ended.
+TEST_F(SmallRings, AKeptBlockIsPinnedOnlyInAPrimaryContext)
+{
+  FileHandle f{path_, "r"};
+  kvikio::detail::wait_for_staging_pinning();
+  ASSERT_EQ(kvikio::detail::staging_blocks_kept(), 1U) << "pinned ahead in the primary context";
+  CUdevice device{};
+  KVIKIO_CUDA_DRIVER_TRY(api().DeviceGet(&device, 0));
+  CUcontext own{};
+  KVIKIO_CUDA_DRIVER_TRY(api().CtxCreate(&own, nullptr, 0, device));
+  {
+    kvikio::test::DeviceBuffer const dev{content_.size()};
+    kvikio::test::Stream const stream;
+    read_whole_file_and_check(f, dev, stream, content_, "in a context the program made");
+    kvikio::detail::wait_for_staging_pinning();
+    EXPECT_EQ(kvikio::detail::staging_blocks_kept(), 0U) << "a block pinned in that context";
+    EXPECT_EQ(kvikio::detail::free_idle_staging(), 1U);
+  }
+  EXPECT_EQ(kvikio::detail::staging_blocks_kept(), 1U) << "the block its ring gave back";
+  KVIKIO_CUDA_DRIVER_TRY(api().CtxDestroy(own));
+  kvikio::test::DeviceBuffer const dev{content_.size()};
+  kvikio::test::Stream const stream;
+  read_whole_file_and_check(f, dev, stream, content_, "in the primary context, afterwards");
+}
+
+// The process's first stream-ordered read runs in a context the program made, which it then
+// destroys: the counters that read took (kept for every context) were pinned in that context,
+// and a read in the primary context afterwards still gets its bytes.
+TEST(StagingOfEndedContexts, AReadAfterTheFirstReadsContextEndedGetsItsBytes)
+{
+  if (auto const why = kvikio::test::no_device_reason(); !why.empty()) { GTEST_SKIP() << why; }
+  kvikio::defaults::set_compat_mode(kvikio::CompatMode::ON);
+  kvikio::defaults::set_thread_pool_nthreads(2);  // a ring of 4 x 512 KiB, pinned at the call
+  kvikio::defaults::set_bounce_buffer_size(1 << 20);
+  kvikio::test::TempDir const dir;
+  std::string const path = dir.file("data");
+  auto const content     = pattern((1 << 20) + 5, 84);
+  kvikio::test::write_file(path, content);
+  CUdevice device{};
+  KVIKIO_CUDA_DRIVER_TRY(api().DeviceGet(&device, 0));
+  CUcontext own{};
+  KVIKIO_CUDA_DRIVER_TRY(api().CtxCreate(&own, nullptr, 0, device));
+  {
+    FileHandle f{path, "r"};
+    kvikio::test::DeviceBuffer const dev{content.size()};
+    kvikio::test::Stream const stream;
+    read_whole_file_and_check(f, dev, stream, content, "in a context the program made");
+    kvikio::detail::wait_for_staging_pinning();
+    EXPECT_EQ(kvikio::detail::free_idle_staging(), 1U);
+  }
+  KVIKIO_CUDA_DRIVER_TRY(api().CtxDestroy(own));
+  kvikio::PushAndPopContext const primary{kvikio::get_primary_cuda_context(0)};
+  FileHandle f{path, "r"};
+  kvikio::test::DeviceBuffer const dev{content.size()};
+  kvikio::test::Stream const stream;
+  read_whole_file_and_check(f, dev, stream, content, "in the primary context, afterwards");
 }
 
 }  // namespace

@@ -37,7 +37,13 @@
 
 namespace kvikio::detail {
 
-/// Pages of counters, pinned and device-mapped, never freed (streams may still poll them).
+/**
+ * Pages of counters, pinned and device-mapped, never freed (streams may still poll them). A page
+ * pinned in a primary context serves every context: its handle and the page's registration last
+ * as long as the process. A page pinned in a context the program made (when no other counter is
+ * free) serves only that context, which may be destroyed, the registration with it; the context
+ * is named by its id, as a new context can have a destroyed one's handle.
+ */
 class CounterPool {
  public:
   static CounterPool& instance()
@@ -49,30 +55,51 @@ class CounterPool {
   Counter take()
   {
     std::lock_guard const lock{mutex_};
-    if (free_.empty()) { grow(); }
-    Counter c = free_.back();
-    free_.pop_back();
+    unsigned long long const owner = lasting_.empty() ? current_owner() : 0;
+    auto& free                     = free_of(owner);
+    if (free.empty()) { grow(free, owner); }
+    Counter c = free.back();
+    free.pop_back();
     return c;
   }
 
-  /// @brief Pins the first page now, if there is none.
+  /// @brief Pins the first page that serves every context now, if there is none. The caller has
+  /// pushed a primary context.
   void reserve()
   {
     std::lock_guard const lock{mutex_};
-    if (free_.empty()) { grow(); }
+    if (lasting_.empty()) { grow(lasting_, 0); }
   }
 
   void give_back(Counter c) noexcept
   {
     std::lock_guard const lock{mutex_};
     try {
-      free_.push_back(c);
+      free_of(c.owner_).push_back(c);
     } catch (...) {  // out of memory: the counter is lost, nothing else
     }
   }
 
  private:
-  void grow()
+  // 0 for a primary context, else the current context's id.
+  static unsigned long long current_owner()
+  {
+    auto& api = cudaAPI::instance();
+    CUcontext ctx{};
+    KVIKIO_CUDA_DRIVER_TRY(api.CtxGetCurrent(&ctx));
+    if (ctx == nullptr || is_primary_context(ctx)) { return 0; }
+    unsigned long long id{};
+    KVIKIO_CUDA_DRIVER_TRY(api.CtxGetId(ctx, &id));
+    return id;
+  }
+
+  std::vector<Counter>& free_of(unsigned long long owner)
+  {
+    return owner == 0 ? lasting_ : of_context_[owner];
+  }
+
+  // A page more of counters for `free`, the list of `owner`, pinned in the current context.
+  static void grow(std::vector<Counter>& free, unsigned long long owner)
   {
     constexpr std::size_t page = 4096;
     void* mem                  = nullptr;
@@ -90,11 +117,12 @@ class CounterPool {
     auto* words = static_cast<std::atomic<std::uint32_t>*>(mem);
     for (std::size_t i = 0; i < page / sizeof(std::uint32_t); ++i) {
       new (words + i) std::atomic<std::uint32_t>{0};
-      free_.push_back(Counter{words + i, dev + i * sizeof(std::uint32_t)});
+      free.push_back(Counter{words + i, dev + i * sizeof(std::uint32_t), owner});
     }
   }
   std::mutex mutex_;
-  std::vector<Counter> free_;
+  std::vector<Counter> lasting_;  // on pages pinned in a primary context
+  std::map<unsigned long long, std::vector<Counter>> of_context_;
 };
 
 Counter Counter::take() { return CounterPool::instance().take(); }
@@ -194,7 +222,9 @@ class StarterStock {
   static StarterStock& instance() { return current_stock.get(); }
 
   /// A kept block, or one being pinned (waited for), or null. With `replace`, a block taken is
-  /// replaced on a thread of its own, in the caller's context.
+  /// replaced on a thread of its own, in the caller's context if that is a primary context: a
+  /// kept block serves every context, and a context the program made may end while it is kept
+  /// (the block's registration would end with it).
   void* take(bool replace)
   {
     void* block = nullptr;
@@ -206,7 +236,8 @@ class StarterStock {
       ++pinning_;
     }
     CUcontext ctx{};
-    if (cudaAPI::instance().CtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr) {
+    if (cudaAPI::instance().CtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != nullptr &&
+        is_primary_context(ctx)) {
       pin_ahead(ctx, false);
     } else {
       finish_pinning(nullptr);

@@ -33,7 +33,7 @@ namespace kvikio::detail {
  */
 class Counter {
  public:
-  /// @brief A counter from the process-wide pool. The caller has pushed a context.
+  /// @brief A counter from the process-wide pool, usable in the context the caller has pushed.
   static Counter take();
   /// @brief Back to the pool, with its value.
   static void give_back(Counter counter) noexcept;
@@ -59,10 +59,14 @@ class Counter {
   [[nodiscard]] std::atomic<std::uint32_t>* host() const noexcept { return host_; }
 
  private:
-  Counter(std::atomic<std::uint32_t>* host, CUdeviceptr device) : host_{host}, device_{device} {}
+  Counter(std::atomic<std::uint32_t>* host, CUdeviceptr device, unsigned long long owner)
+    : host_{host}, device_{device}, owner_{owner}
+  {
+  }
   friend class CounterPool;
   std::atomic<std::uint32_t>* host_;
   CUdeviceptr device_;
+  unsigned long long owner_;  // the context its page was pinned in (cuCtxGetId), 0: a primary one
 };
 
 /**

@@ -293,6 +293,21 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
   return CUDA_SUCCESS;
 }
 
+CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long* ctx_id)
+{
+  CUDASIM_ENTER("cuCtxGetId");
+  if (ctx_id == nullptr) { return CUDA_ERROR_INVALID_VALUE; }
+  auto& sim = Simulator::get();
+  std::lock_guard const lock{sim.mutex};
+  if (ctx == nullptr) { ctx = sim.current_context(); }
+  if (ctx == nullptr) { return CUDA_ERROR_INVALID_CONTEXT; }
+  if (!valid_context(ctx)) {
+    return sim.misuse("cuCtxGetId", "unknown or destroyed context", CUDA_ERROR_INVALID_CONTEXT);
+  }
+  *ctx_id = ctx->id;
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuCtxGetDevice(CUdevice* device)
 {
   CUDASIM_ENTER("cuCtxGetDevice");

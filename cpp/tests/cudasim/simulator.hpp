@@ -70,15 +70,23 @@ struct CUstream_st;
 
 struct CUctx_st {
   CUctx_st(int device_, bool primary_, unsigned int flags_)
-    : device{device_}, primary{primary_}, flags{flags_}
+    : device{device_}, primary{primary_}, flags{flags_}, id{next_id()}
   {
   }
   int device;
   bool primary;
   unsigned int flags;
+  unsigned long long id;  // unique in the process, as cuCtxGetId's (a handle may be reused)
   int primary_refcount{0};
   CUstream_st* legacy_stream{nullptr};  // created on first use
   std::set<CUstream_st*> streams;       // every stream of this context, legacy included
+
+ private:
+  static unsigned long long next_id()
+  {
+    static std::atomic<unsigned long long> last{0};
+    return ++last;
+  }
 };
 
 namespace cudasim {

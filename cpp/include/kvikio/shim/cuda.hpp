@@ -50,6 +50,7 @@ namespace kvikio {
   X(CtxGetCurrent, cuCtxGetCurrent)                       \
   X(CtxSetCurrent, cuCtxSetCurrent)                       \
   X(CtxGetDevice, cuCtxGetDevice)                         \
+  X(CtxGetId, cuCtxGetId)                                 \
   X(CtxSynchronize, cuCtxSynchronize)                     \
   X(PointerGetAttribute, cuPointerGetAttribute)           \
   X(PointerGetAttributes, cuPointerGetAttributes)         \
