@@ -768,6 +768,51 @@ TEST(StagingOfEndedContexts, AReadAfterTheFirstReadsContextEndedGetsItsBytes)
   read_whole_file_and_check(f, dev, stream, content, "in the primary context, afterwards");
 }
 
+// Contexts the program made, each destroyed as soon as its one read is done (the stream
+// synchronised and destroyed first): no thread of the library goes on pinning in one (the
+// simulator reports a destroyed context pushed as misuse, which fails the test); the rings of
+// ended contexts, whose registrations ended with them, are freed without an error; and a read
+// in the primary context afterwards gets its bytes.
+TEST(StagingOfEndedContexts, AContextEndedRightAfterItsReadHasNoPinningLeftInIt)
+{
+  if (auto const why = kvikio::test::no_device_reason(); !why.empty()) { GTEST_SKIP() << why; }
+  kvikio::defaults::set_compat_mode(kvikio::CompatMode::ON);
+  kvikio::defaults::set_thread_pool_nthreads(8);  // a ring of 16 x 4 MiB, larger than a starter
+  kvikio::test::TempDir const dir;
+  std::string const log = dir.file("log");
+  auto& logger          = kvikio::detail::Logger::instance();
+  ASSERT_TRUE(logger.set_file(log));
+  std::string const path = dir.file("data");
+  auto const content     = pattern((1 << 20) + 5, 85);
+  kvikio::test::write_file(path, content);
+  CUdevice device{};
+  KVIKIO_CUDA_DRIVER_TRY(api().DeviceGet(&device, 0));
+  FileHandle f{path, "r"};
+  for (int round = 0; round < 10; ++round) {  // more rings than are kept: some are freed
+    CUcontext own{};
+    KVIKIO_CUDA_DRIVER_TRY(api().CtxCreate(&own, nullptr, 0, device));
+    {
+      kvikio::test::DeviceBuffer const dev{content.size()};
+      kvikio::test::Stream const stream;
+      read_whole_file_and_check(f, dev, stream, content, "in a context the program made");
+    }
+    KVIKIO_CUDA_DRIVER_TRY(api().CtxDestroy(own));
+  }
+  kvikio::detail::wait_for_staging_pinning();
+  EXPECT_EQ(kvikio::detail::free_idle_staging(), 8U) << "the rings kept, all idle";
+  EXPECT_EQ(kvikio::detail::staging_pinned_bytes(), 0U);
+  {
+    kvikio::PushAndPopContext const primary{kvikio::get_primary_cuda_context(0)};
+    kvikio::test::DeviceBuffer const dev{content.size()};
+    kvikio::test::Stream const stream;
+    read_whole_file_and_check(f, dev, stream, content, "in the primary context, afterwards");
+  }
+  ASSERT_TRUE(logger.set_file(""));
+  auto const logged = kvikio::test::read_file(log);
+  std::string const text{logged.begin(), logged.end()};
+  EXPECT_EQ(text.find(" error ["), std::string::npos) << text;
+}
+
 }  // namespace
 
 namespace {

@@ -144,10 +144,15 @@ CUresult pin_host_memory(std::size_t size, int numa_node, void** memory)
 CUresult unpin_host_memory(void* memory, std::size_t size) noexcept
 {
   CUresult const r = cudaAPI::instance().MemHostUnregister(memory);
+  // Not registered any more: the context that registered it was destroyed (a registration ends
+  // with its context), and the mapping is still this process's own.
+  if (r == CUDA_SUCCESS || r == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED) {
+    ::munmap(memory, mapped_size(size));
+    return CUDA_SUCCESS;
+  }
   // Where the driver refuses, the range is left alone: in a child of fork() (whose driver refuses
   // every call) it is not this mapping (which the child did not inherit) but a hole the child may
   // have mapped since.
-  if (r == CUDA_SUCCESS) { ::munmap(memory, mapped_size(size)); }
   return r;
 }
 

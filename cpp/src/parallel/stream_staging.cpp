@@ -662,14 +662,16 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
         // A stream's first ring: one larger than a huge page is pinned on a thread of its own
         // while a starter of one huge page takes the first calls, unless this call alone would
         // fill the starter. The starter has fewer slots than a ring of many: larger ones take
-        // a larger call.
+        // a larger call. Only in a primary context: a context the program made may be destroyed
+        // as soon as the call's work is done, before a thread of the library has pinned in it.
         std::size_t const page = get_page_size();
         std::size_t const starter_count =
           std::max<std::size_t>(1, std::min(starter_slots, num_slots));
         std::size_t const starter_slot = starter_bytes / starter_count / page * page;
         bool const start_small         = !background_pinning_failed.load() && starter_slot > 0 &&
                                  num_slots * slot_size > starter_bytes &&
-                                 (bytes + starter_slot - 1) / starter_slot <= most_starter_uses;
+                                 (bytes + starter_slot - 1) / starter_slot <= most_starter_uses &&
+                                 is_primary_context(ctx);
         Entry entry{start_small ? std::make_shared<StagingRing>(starter_count, starter_slot, true)
                                 : std::make_shared<StagingRing>(num_slots, slot_size),
                     ++uses};
