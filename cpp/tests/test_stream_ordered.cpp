@@ -582,26 +582,32 @@ INSTANTIATE_TEST_SUITE_P(Waits,
                                            StreamWaitKind::host_function),
                          [](auto const& info) { return name(info.param); });
 
-// Run by ctest with a CUDASIM_FAIL rule (the test says which); skipped otherwise.
 // A pool of 2 and 1 MiB bounce buffers: a stream's ring is 4 x 512 KiB (5 copies per read), the
-// size of a kept starter block.
+// size of a kept starter block, pinned at the stream's first call (no starter); and `content` in
+// `path`.
+void use_small_rings(std::string const& path, std::vector<std::uint8_t> const& content)
+{
+  kvikio::defaults::set_compat_mode(kvikio::CompatMode::ON);
+  kvikio::defaults::set_thread_pool_nthreads(2);
+  kvikio::defaults::set_task_size(1 << 20);
+  kvikio::defaults::set_bounce_buffer_size(1 << 20);
+  kvikio::test::write_file(path, content);
+}
+
 class SmallRings : public kvikio::test::OnDevice {
  protected:
   void SetUp() override
   {
     OnDevice::SetUp();
     if (IsSkipped()) { return; }
-    kvikio::defaults::set_compat_mode(kvikio::CompatMode::ON);
-    kvikio::defaults::set_thread_pool_nthreads(2);
-    kvikio::defaults::set_task_size(1 << 20);
-    kvikio::defaults::set_bounce_buffer_size(1 << 20);
-    kvikio::test::write_file(path_, content_);
+    use_small_rings(path_, content_);
   }
   kvikio::test::TempDir dir_;
   std::string path_                  = dir_.file("data");
   std::vector<std::uint8_t> content_ = pattern((2 << 20) + 1, 83);
 };
 
+// Run by ctest with a CUDASIM_FAIL rule (the test says which); skipped otherwise.
 class Injected : public SmallRings {
  protected:
   void SetUp() override
@@ -735,19 +741,17 @@ TEST_F(SmallRings, AKeptBlockIsPinnedOnlyInAPrimaryContext)
   read_whole_file_and_check(f, dev, stream, content_, "in the primary context, afterwards");
 }
 
-// The process's first stream-ordered read runs in a context the program made, which it then
-// destroys: the counters that read took (kept for every context) were pinned in that context,
-// and a read in the primary context afterwards still gets its bytes.
+// The process's first stream-ordered read (ctest runs each test in a process of its own) runs in
+// a context the program made, which it then destroys: the counters that read took were pinned in
+// that context for it alone, and a read in the primary context afterwards, on counters of its
+// own, gets its bytes.
 TEST(StagingOfEndedContexts, AReadAfterTheFirstReadsContextEndedGetsItsBytes)
 {
   if (auto const why = kvikio::test::no_device_reason(); !why.empty()) { GTEST_SKIP() << why; }
-  kvikio::defaults::set_compat_mode(kvikio::CompatMode::ON);
-  kvikio::defaults::set_thread_pool_nthreads(2);  // a ring of 4 x 512 KiB, pinned at the call
-  kvikio::defaults::set_bounce_buffer_size(1 << 20);
   kvikio::test::TempDir const dir;
   std::string const path = dir.file("data");
   auto const content     = pattern((1 << 20) + 5, 84);
-  kvikio::test::write_file(path, content);
+  use_small_rings(path, content);
   CUdevice device{};
   KVIKIO_CUDA_DRIVER_TRY(api().DeviceGet(&device, 0));
   CUcontext own{};
@@ -811,6 +815,41 @@ TEST(StagingOfEndedContexts, AContextEndedRightAfterItsReadHasNoPinningLeftInIt)
   auto const logged = kvikio::test::read_file(log);
   std::string const text{logged.begin(), logged.end()};
   EXPECT_EQ(text.find(" error ["), std::string::npos) << text;
+}
+
+// CUDASIM_REUSE_CONTEXT_HANDLES=1 (ctest): a context made after another was destroyed gets its
+// handle, as a driver may give it. Reads on the legacy default stream (the same handle in every
+// context) in each: the second context gets a ring of its own, not the ended one's (whose
+// registration ended with it: its copies would take the slots' bytes before they are read).
+TEST(StagingOfEndedContexts, ANewContextWithAnEndedOnesHandleGetsARingOfItsOwn)
+{
+  if (std::getenv("CUDASIM_REUSE_CONTEXT_HANDLES") == nullptr) {
+    GTEST_SKIP() << "runs with CUDASIM_REUSE_CONTEXT_HANDLES set (ctest)";
+  }
+  kvikio::test::TempDir const dir;
+  std::string const path = dir.file("data");
+  auto const content     = pattern((1 << 20) + 5, 86);
+  use_small_rings(path, content);
+  FileHandle f{path, "r"};
+  CUdevice device{};
+  KVIKIO_CUDA_DRIVER_TRY(api().DeviceGet(&device, 0));
+  CUcontext previous{};
+  for (int round = 0; round < 2; ++round) {
+    CUcontext own{};
+    KVIKIO_CUDA_DRIVER_TRY(api().CtxCreate(&own, nullptr, 0, device));
+    if (round == 1) { ASSERT_EQ(own, previous) << "the simulator did not reuse the handle"; }
+    {
+      kvikio::test::DeviceBuffer const dev{content.size()};
+      KVIKIO_CUDA_DRIVER_TRY(api().MemsetD8(dev.ptr, 0xA5, content.size()));
+      auto future = f.read_async(dev.get(), content.size(), 0, 0, nullptr);
+      EXPECT_EQ(future.check_bytes_done(), content.size());
+      std::vector<std::uint8_t> back(content.size());
+      KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+      EXPECT_EQ(back, content) << "context " << round;
+    }
+    KVIKIO_CUDA_DRIVER_TRY(api().CtxDestroy(own));
+    previous = own;
+  }
 }
 
 }  // namespace

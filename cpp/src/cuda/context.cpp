@@ -94,12 +94,21 @@ namespace detail {
 
 bool is_primary_context(CUcontext ctx) noexcept
 {
+  // The primary context of each device seen active, retained here once and never released: what
+  // the library pins in it for every context then lasts as long as the process, even where the
+  // program releases its own references (a reset, cudaDeviceReset, still ends it).
+  static std::mutex mutex;
+  static std::map<CUdevice, CUcontext> retained;
   try {
     auto& api = cudaAPI::instance();
     CUdevice device{};
     {
       PushAndPopContext const pushed{ctx};
       if (api.CtxGetDevice(&device) != CUDA_SUCCESS) { return false; }
+    }
+    std::lock_guard const lock{mutex};
+    if (auto const found = retained.find(device); found != retained.end()) {
+      return found->second == ctx;
     }
     unsigned int flags{};
     int active{};
@@ -109,7 +118,7 @@ bool is_primary_context(CUcontext ctx) noexcept
     }
     CUcontext primary{};
     if (api.DevicePrimaryCtxRetain(&primary, device) != CUDA_SUCCESS) { return false; }
-    (void)api.DevicePrimaryCtxRelease(device);
+    retained.emplace(device, primary);
     return primary == ctx;
   } catch (...) {
     return false;

@@ -11,6 +11,8 @@
 #include <charconv>
 #include <cstdint>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <new>
 #include <string>
 
@@ -99,6 +101,15 @@ OnlineNodes parse_online(std::string_view online, int node) noexcept
   return result;
 }
 
+// The mappings pin_host_memory() made and unpin_host_memory() has not unmapped yet, with the
+// process that made them: only those are unmapped where the driver no longer knows the memory.
+std::mutex mappings_mutex;
+std::map<void*, pid_t>& mappings()
+{
+  static BuiltOnce<std::map<void*, pid_t>> made;
+  return made.get([] { return new std::map<void*, pid_t>(); });
+}
+
 std::string read_online_nodes()
 {
   std::ifstream file{"/sys/devices/system/node/online"};
@@ -137,6 +148,11 @@ CUresult pin_host_memory(std::size_t size, int numa_node, void** memory)
     ::munmap(p, length);
     return r;
   }
+  try {
+    std::lock_guard const lock{mappings_mutex};
+    mappings().emplace(p, ::getpid());
+  } catch (...) {  // not recorded: if its context ends first, the mapping is left mapped
+  }
   *memory = p;
   return CUDA_SUCCESS;
 }
@@ -144,16 +160,22 @@ CUresult pin_host_memory(std::size_t size, int numa_node, void** memory)
 CUresult unpin_host_memory(void* memory, std::size_t size) noexcept
 {
   CUresult const r = cudaAPI::instance().MemHostUnregister(memory);
-  // Not registered any more: the context that registered it was destroyed (a registration ends
-  // with its context), and the mapping is still this process's own.
-  if (r == CUDA_SUCCESS || r == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED) {
-    ::munmap(memory, mapped_size(size));
-    return CUDA_SUCCESS;
+  // Anything else the driver refuses leaves the range alone: in a child of fork() (whose driver
+  // refuses every call) it is not this mapping, which the child did not inherit, but a hole it
+  // may have mapped since.
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED) { return r; }
+  bool ours = false;
+  {
+    std::lock_guard const lock{mappings_mutex};
+    auto const found = mappings().find(memory);
+    ours             = found != mappings().end() && found->second == ::getpid();
+    if (found != mappings().end() && (ours || r == CUDA_SUCCESS)) { mappings().erase(found); }
   }
-  // Where the driver refuses, the range is left alone: in a child of fork() (whose driver refuses
-  // every call) it is not this mapping (which the child did not inherit) but a hole the child may
-  // have mapped since.
-  return r;
+  // Registered no more (the registration ended with the context that made it, destroyed or
+  // reset), yet a mapping this process made: unmapped as well.
+  if (r != CUDA_SUCCESS && !ours) { return r; }
+  ::munmap(memory, mapped_size(size));
+  return CUDA_SUCCESS;
 }
 
 int staging_numa_node(int device_node, std::string_view online) noexcept

@@ -31,7 +31,9 @@ namespace kvikio::detail {
 [[nodiscard]] CUresult pin_host_memory(std::size_t size, int numa_node, void** memory);
 
 /// @brief Unregisters and unmaps what pin_host_memory(size, ...) returned. The caller has pushed
-/// a context; unregistering waits for copies that still read the memory.
+/// a context; unregistering waits for copies that still read the memory. Memory whose
+/// registration already ended with the context that made it (destroyed or reset) is unmapped,
+/// and CUDA_SUCCESS returned.
 CUresult unpin_host_memory(void* memory, std::size_t size) noexcept;
 
 /**

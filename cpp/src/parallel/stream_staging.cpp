@@ -511,7 +511,10 @@ struct Entry {
   std::uint64_t last_use;
   std::shared_ptr<PendingFullRing> pending{};  // the full ring, while `ring` is the starter
 };
-using Key = std::tuple<CUcontext, CUstream, std::thread::id>;
+// The context's id (cuCtxGetId), not its handle: a context made after another was destroyed may
+// get that one's handle, and the ring of the ended context (whose registration ended with it)
+// must not serve it.
+using Key = std::tuple<unsigned long long, CUstream, std::thread::id>;
 
 std::mutex registry_mutex;
 std::map<Key, Entry>& registry()
@@ -626,10 +629,14 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
                                               std::size_t most_starter_uses)
 {
   auto const [num_slots, slot_size, starter_slots] = shape;
+  auto& api                                        = cudaAPI::instance();
   CUcontext ctx{};
-  KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
-  Key const key{
-    ctx, stream, stream == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id{}};
+  KVIKIO_CUDA_DRIVER_TRY(api.CtxGetCurrent(&ctx));
+  unsigned long long ctx_id{};
+  KVIKIO_CUDA_DRIVER_TRY(api.CtxGetId(ctx, &ctx_id));
+  Key const key{ctx_id,
+                stream,
+                stream == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id{}};
   free_orphans();
   while (true) {
     std::shared_ptr<PendingFullRing> wait_for;

@@ -5,6 +5,7 @@
  */
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "simulator.hpp"
@@ -185,7 +186,16 @@ CUresult CUDAAPI cuCtxCreate(CUcontext* pctx,
   if (!valid_device(dev)) { return CUDA_ERROR_INVALID_DEVICE; }
   auto& sim = Simulator::get();
   std::lock_guard const lock{sim.mutex};
-  auto* ctx = new CUctx_st{dev, false, flags};
+  CUctx_st* ctx = nullptr;
+  if (sim.knobs().reuse_context_handles && !sim.destroyed_contexts.empty()) {
+    // As a driver may: the new context at a destroyed one's address, with an id of its own.
+    ctx = *sim.destroyed_contexts.begin();
+    sim.destroyed_contexts.erase(sim.destroyed_contexts.begin());
+    ctx->~CUctx_st();
+    new (ctx) CUctx_st{dev, false, flags};
+  } else {
+    ctx = new CUctx_st{dev, false, flags};
+  }
   sim.contexts.insert(ctx);
   Simulator::context_stack().push_back(ctx);
   *pctx = ctx;

@@ -139,6 +139,7 @@ Simulator::Simulator()
   knobs_.hw_queues   = knob_number("CUDASIM_HW_QUEUES", 0, 1024);
   knobs_.numa_nodes  = static_cast<int>(knob_number("CUDASIM_NUMA_NODES", 1, 64));
   if (knobs_.numa_nodes == 0) { bad_knob("CUDASIM_NUMA_NODES", "0", "at least 1"); }
+  knobs_.reuse_context_handles = knob_number("CUDASIM_REUSE_CONTEXT_HANDLES", 0, 1) == 1;
   for (std::size_t i = 0; i < knobs_.hw_queues; ++i) {
     hw_queues.push_back(std::make_unique<HardwareQueue>());
   }

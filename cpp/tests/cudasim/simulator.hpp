@@ -149,6 +149,7 @@ struct Knobs {
   std::uint64_t seed{1};
   std::size_t hw_queues{0};  // hardware queues the streams share; 0: each stream its own
   int numa_nodes{1};         // host nodes; device d is closest to node d * numa_nodes / devices
+  bool reuse_context_handles{false};  // a new context takes a destroyed one's handle
   struct FailRule {
     std::string entry;  // unversioned name, e.g. cuMemAlloc
     std::uint64_t nth;  // 1-based call number
@@ -182,7 +183,8 @@ class Simulator {
   std::mutex mutex;  // guards everything below and every context, allocation and registry
   std::vector<CUctx_st*> primary;  // one per device, created on first retain
   std::set<CUctx_st*> contexts;
-  std::set<CUctx_st*> destroyed_contexts;  // kept so a stale handle never matches a new context
+  // Kept so a stale handle never matches a new context, unless CUDASIM_REUSE_CONTEXT_HANDLES.
+  std::set<CUctx_st*> destroyed_contexts;
   std::set<CUstream_st*> streams;
   std::set<CUstream_st*> draining_streams;  // destroyed, still finishing their work
   std::set<CUevent_st*> events;
