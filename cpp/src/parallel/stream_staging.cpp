@@ -640,6 +640,7 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
   free_orphans();
   while (true) {
     std::shared_ptr<PendingFullRing> wait_for;
+    bool pin_here = false;
     {
       // A ring dropped here lives on while operations hold it; it is idle, so they are ending.
       std::vector<Entry> dying;  // destroyed after the lock is released
@@ -679,10 +680,8 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
                                  num_slots * slot_size > starter_bytes &&
                                  (bytes + starter_slot - 1) / starter_slot <= most_starter_uses &&
                                  is_primary_context(ctx);
-        Entry entry{start_small ? std::make_shared<StagingRing>(starter_count, starter_slot, true)
-                                : std::make_shared<StagingRing>(num_slots, slot_size),
-                    ++uses};
         if (start_small) {
+          Entry entry{std::make_shared<StagingRing>(starter_count, starter_slot, true), ++uses};
           try {
             entry.pending = pin_in_background(ctx, num_slots, slot_size);
           } catch (std::exception const& e) {  // no thread: the starter serves until it is
@@ -690,11 +689,20 @@ std::shared_ptr<StagingRing> staging_ring_for(CUstream stream,
                             e.what(),
                             "); the next call once the ring is idle pins it");
           }
+          auto ring = entry.ring;
+          rings.emplace(key, std::move(entry));
+          return ring;
         }
-        auto ring = entry.ring;
-        rings.emplace(key, std::move(entry));
-        return ring;
+        pin_here = true;
       }
+    }
+    if (pin_here) {
+      // The full ring, pinned on the caller without the registry's lock: other streams' calls
+      // go on meanwhile. Another call of this stream may have made one first: that one serves.
+      auto ring = std::make_shared<StagingRing>(num_slots, slot_size);
+      std::lock_guard const lock{registry_mutex};
+      if (registry().try_emplace(key, Entry{ring, ++uses}).second) { return ring; }
+      continue;  // ours is freed at the end of this scope, after the lock is released
     }
     std::unique_lock lock{wait_for->mutex};
     wait_for->pinned.wait(lock, [&] { return wait_for->done; });
