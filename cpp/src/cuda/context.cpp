@@ -100,6 +100,13 @@ bool is_primary_context(CUcontext ctx) noexcept
   static std::mutex mutex;
   static std::map<CUdevice, CUcontext> retained;
   try {
+    {
+      // A handle found primary stays so: retained here, it never names another context.
+      std::lock_guard const lock{mutex};
+      for (auto const& [device, primary] : retained) {
+        if (primary == ctx) { return true; }
+      }
+    }
     auto& api = cudaAPI::instance();
     CUdevice device{};
     {
