@@ -3,13 +3,16 @@
  */
 #include <kvikio/detail/logger.hpp>
 
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <mutex>
 #include <stdexcept>
@@ -60,6 +63,23 @@ struct Logger::Impl {
   std::FILE* sink{stderr};
 };
 
+namespace {
+
+// Opened without waiting: a FIFO without a reader fails at once (ENXIO) instead of blocking the
+// first call that logs. Writes then block as they do to any file, so no line is dropped.
+std::FILE* open_for_appending(std::string const& path) noexcept
+{
+  int const fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+  if (fd < 0) { return nullptr; }
+  int const flags = ::fcntl(fd, F_GETFL);
+  std::FILE* file =
+    flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ? nullptr : ::fdopen(fd, "a");
+  if (file == nullptr) { ::close(fd); }
+  return file;
+}
+
+}  // namespace
+
 Logger::Logger() noexcept : impl_{new Impl{}}
 {
   std::string problem;
@@ -74,8 +94,10 @@ Logger::Logger() noexcept : impl_{new Impl{}}
   try {
     if (auto path = getenv_trimmed("KVIKIO_LOG_FILE")) {
       if (!set_file(*path)) {
+        int const error = errno;  // ENXIO: a FIFO without a reader
         problem += (problem.empty() ? "" : "; ") + ("KVIKIO_LOG_FILE=" + *path) +
-                   ": cannot be opened for appending; logging to stderr";
+                   ": cannot be opened for appending (" + std::strerror(error) +
+                   "); logging to stderr";
       }
     }
   } catch (...) {
@@ -100,7 +122,7 @@ void Logger::set_level(LogLevel level) noexcept { impl_->level = level; }
 
 bool Logger::set_file(std::string const& path) noexcept
 {
-  std::FILE* file = path.empty() ? stderr : std::fopen(path.c_str(), "ae");
+  std::FILE* file = path.empty() ? stderr : open_for_appending(path);
   if (file == nullptr) { return false; }
   std::lock_guard const lock{impl_->mutex};
   if (impl_->sink != stderr) { std::fclose(impl_->sink); }

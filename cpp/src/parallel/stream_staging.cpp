@@ -44,7 +44,8 @@ namespace kvikio::detail {
  * free) serves only that context, which may be destroyed, the registration with it; the context
  * is named by its id, as a new context can have a destroyed one's handle.
  */
-class CounterPool {
+class [[gnu::visibility("hidden")]] CounterPool
+{  // hidden: private to this copy
  public:
   static CounterPool& instance()
   {
@@ -99,7 +100,7 @@ class CounterPool {
   }
 
   // A page more of counters for `free`, the list of `owner`, pinned in the current context.
-  static void grow(std::vector<Counter>& free, unsigned long long owner)
+  static void grow(std::vector<Counter> & free, unsigned long long owner)
   {
     constexpr std::size_t page = 4096;
     void* mem                  = nullptr;

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -21,6 +22,9 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/env.hpp>
 #include <kvikio/detail/utils.hpp>
+
+#include "remote/message_redaction.hpp"
+#include "remote/request_fields.hpp"
 
 namespace kvikio {
 
@@ -97,6 +101,33 @@ std::size_t LibCurl::release_idle_handles()
   return idle.size();  // freed here, outside the lock: closing a TLS connection speaks to its peer
 }
 
+namespace {
+
+// libcurl's verbose trace on stderr, as its own would print it, but redacted: the headers sent
+// hold the Authorization signature and the session token, a request line a presigned query.
+int verbose_trace(CURL*, curl_infotype type, char* data, std::size_t size, void*) noexcept
+{
+  char const* prefix = type == CURLINFO_TEXT         ? "* "
+                       : type == CURLINFO_HEADER_IN  ? "< "
+                       : type == CURLINFO_HEADER_OUT ? "> "
+                                                     : nullptr;
+  if (prefix == nullptr) { return 0; }  // bodies and TLS records are not traced
+  try {
+    std::string_view text{data, size};
+    while (!text.empty()) {
+      auto const end = text.find('\n');
+      std::string line{prefix};
+      line.append(detail::redact(text.substr(0, end))).append("\n");
+      std::fputs(line.c_str(), stderr);
+      text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+    }
+  } catch (...) {
+  }
+  return 0;
+}
+
+}  // namespace
+
 CurlHandle::CurlHandle() : CurlHandle(LibCurl::instance().get_handle(), {}, {}) {}
 
 CurlHandle::CurlHandle(LibCurl::UniqueHandlePtr handle,
@@ -121,7 +152,10 @@ CurlHandle::CurlHandle(LibCurl::UniqueHandlePtr handle,
   } else if (auto dir = detail::getenv_trimmed("SSL_CERT_DIR")) {
     setopt(CURLOPT_CAPATH, dir->c_str());
   }
-  if (detail::getenv_trimmed("KVIKIO_REMOTE_VERBOSE")) { setopt(CURLOPT_VERBOSE, 1L); }
+  if (detail::getenv_trimmed("KVIKIO_REMOTE_VERBOSE")) {
+    setopt(CURLOPT_DEBUGFUNCTION, &verbose_trace);
+    setopt(CURLOPT_VERBOSE, 1L);
+  }
 }
 
 CurlHandle::~CurlHandle() noexcept
@@ -136,6 +170,7 @@ CurlHandle::~CurlHandle() noexcept
 
 void CurlHandle::append_header(std::string const& header)
 {
+  detail::check_header_value("a request header", header);
   curl_slist* const list = curl_slist_append(headers_, header.c_str());
   if (list == nullptr) { throw std::runtime_error("KvikIO: curl_slist_append failed"); }
   headers_ = list;

@@ -4,7 +4,7 @@
 #include <kvikio/hdfs.hpp>
 
 #include <cctype>
-#include <charconv>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,6 +13,9 @@
 #include <kvikio/detail/url.hpp>
 #include <kvikio/error.hpp>
 
+#include "remote/http_headers.hpp"
+#include "remote/message_redaction.hpp"
+#include "remote/request_fields.hpp"
 #include "remote/retry_rule.hpp"
 
 namespace kvikio {
@@ -113,28 +116,27 @@ std::size_t parse_webhdfs_length(std::string const& json)
       value = member_value(json, status, "length");
     }
   }
-  std::size_t length{};
-  bool ok = value != std::string::npos && value < json.size() && json[value] != '+';
-  if (ok) {
-    auto const* begin    = json.data() + value;
-    auto const [end, ec] = std::from_chars(begin, json.data() + json.size(), length);
-    std::size_t next     = static_cast<std::size_t>(end - json.data());
+  std::optional<std::size_t> length;
+  if (value < json.size()) {
+    std::size_t const end = json.find_first_of(",} \t\r\n", value);
+    std::size_t next      = end;
     while (next < json.size() && is_json_space(json[next])) {
       ++next;
     }
-    ok = ec == std::errc{} && end != begin && next < json.size() &&
-         (json[next] == ',' || json[next] == '}');
+    if (next < json.size() && (json[next] == ',' || json[next] == '}')) {
+      length = decimal_length(std::string_view{json}.substr(value, end - value));
+    }
   }
-  if (!ok) {
+  if (!length) {
     // The fixed wording callers match on (it names a regular expression, though none is used
     // here), then what was wrong.
     throw std::runtime_error(
       "Regular expression search failed. Cannot extract file length from the JSON response. "
       "[KvikIO: WebHDFS GETFILESTATUS answer without a usable FileStatus \"length\" (a "
       "decimal integer): " +
-      json.substr(0, 200) + "]");
+      redact(json.substr(0, 200)) + "]");
   }
-  return length;
+  return *length;
 }
 }  // namespace detail
 
@@ -146,13 +148,13 @@ WebHdfsEndpoint::WebHdfsEndpoint(std::string url, std::optional<std::string> use
                   detail::url_for_message(url) + "\"",
                 std::invalid_argument);
   auto parsed = detail::parse_url(url);
-  // A user given in the URL's query, unless the argument overrides it.
-  if (auto const at = parsed.query.find("user.name="); at != std::string::npos && !username) {
-    username = parsed.query.substr(at + 10, parsed.query.find('&', at) - (at + 10));
-  }
+  // A user given in the URL's query (decoded: it is encoded once, in with_op()), unless the
+  // argument overrides it.
+  if (!username) { username = detail::query_parameter(parsed.query, "user.name"); }
   parsed.query = "";
   base_        = detail::build_url(parsed);
   username_    = username ? username : detail::getenv_trimmed("KVIKIO_WEBHDFS_USERNAME");
+  if (username_) { detail::check_header_value("the WebHDFS user name", *username_); }
 }
 
 WebHdfsEndpoint::WebHdfsEndpoint(std::string host,
@@ -187,7 +189,7 @@ std::string WebHdfsEndpoint::with_op(std::string const& query) const
 
 void WebHdfsEndpoint::setopt(CurlHandle& curl)
 {
-  curl.setopt(CURLOPT_URL, with_op("op=OPEN").c_str());
+  detail::set_request_url(curl, with_op("op=OPEN"));
 }
 
 void WebHdfsEndpoint::setup_range_request(CurlHandle& curl,
@@ -196,7 +198,7 @@ void WebHdfsEndpoint::setup_range_request(CurlHandle& curl,
 {
   std::string const url =
     with_op("op=OPEN&offset=" + std::to_string(file_offset) + "&length=" + std::to_string(size));
-  curl.setopt(CURLOPT_URL, url.c_str());
+  detail::set_request_url(curl, url);
 }
 
 std::string WebHdfsEndpoint::str() const { return base_; }
@@ -205,7 +207,7 @@ std::size_t WebHdfsEndpoint::get_file_size()
 {
   CurlHandle curl;
   std::string const url = with_op("op=GETFILESTATUS");
-  curl.setopt(CURLOPT_URL, url.c_str());
+  detail::set_request_url(curl, url);
   std::string body;
   curl.setopt(CURLOPT_WRITEFUNCTION, &collect);
   curl.setopt(CURLOPT_WRITEDATA, static_cast<void*>(&body));
@@ -215,12 +217,10 @@ std::size_t WebHdfsEndpoint::get_file_size()
                 "KvikIO: GETFILESTATUS of " + base_ + " failed: " + curl.error_message(r),
                 std::runtime_error);
   long const status = curl.status();
-  if (status >= 400) {
-    throw detail::http_status_error(status, "GETFILESTATUS of " + base_, body.substr(0, 200));
-  }
+  if (status >= 400) { throw detail::http_status_error(status, "GETFILESTATUS of " + base_, body); }
   KVIKIO_EXPECT(status == 200,
                 "KvikIO: GETFILESTATUS of " + base_ + " answered HTTP " + std::to_string(status) +
-                  ": " + body.substr(0, 200),
+                  ": " + detail::error_body_for_message(body),
                 std::runtime_error);
   return detail::parse_webhdfs_length(body);
 }

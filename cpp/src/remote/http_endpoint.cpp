@@ -10,6 +10,8 @@
 #include <kvikio/remote_handle.hpp>
 
 #include "remote/http_headers.hpp"
+#include "remote/message_redaction.hpp"
+#include "remote/request_fields.hpp"
 #include "remote/retry_rule.hpp"
 
 namespace kvikio {
@@ -42,7 +44,7 @@ HttpEndpoint::HttpEndpoint(std::string url)
     std::invalid_argument);
 }
 
-void HttpEndpoint::setopt(CurlHandle& curl) { curl.setopt(CURLOPT_URL, url_.c_str()); }
+void HttpEndpoint::setopt(CurlHandle& curl) { detail::set_request_url(curl, url_); }
 
 std::string HttpEndpoint::str() const { return url_; }
 
@@ -73,14 +75,23 @@ std::size_t head_content_length(RemoteEndpoint& endpoint)
   if (long const status = curl.status(); status / 100 != 2) {
     throw http_status_error(status, "size request to " + url_for_message(endpoint.str()));
   }
-  curl_off_t length = -1;
-  curl_easy_getinfo(curl.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-  KVIKIO_EXPECT(length >= 0,
-                "cannot get size of " + url_for_message(endpoint.str()) +
-                  ", content-length not provided by the server",
+  // Read from the header itself, not libcurl's reading of it, which takes the leading digits
+  // ("12abc" as 12, "1e3" as 1).
+  curl_header* header = nullptr;
+  KVIKIO_EXPECT(
+    curl_easy_header(curl.get(), "Content-Length", 0, CURLH_HEADER, -1, &header) == CURLHE_OK &&
+      header != nullptr && header->value != nullptr,
+    "cannot get size of " + url_for_message(endpoint.str()) +
+      ", content-length not provided by the server",
+    std::runtime_error);
+  auto const length = decimal_length(header->value);
+  KVIKIO_EXPECT(length.has_value(),
+                "KvikIO: size request to " + url_for_message(endpoint.str()) +
+                  " answered Content-Length \"" + redact(header->value) +
+                  "\" (expected a decimal number of bytes)",
                 std::runtime_error);
   endpoint.entity_tag_ = response_entity_tag(curl.get());
-  return static_cast<std::size_t>(length);
+  return *length;
 }
 
 bool is_url_valid_for(RemoteEndpointType type, std::string const& url) noexcept

@@ -3,6 +3,7 @@
  */
 #include "remote/http_headers.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <stdexcept>
@@ -33,18 +34,30 @@ std::optional<std::string_view> header_value(std::string_view line, std::string_
   return line;
 }
 
+std::optional<std::size_t> decimal_length(std::string_view text) noexcept
+{
+  std::size_t value{};
+  auto const [end, ec]   = std::from_chars(text.data(), text.data() + text.size(), value);
+  bool const digits_only = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return c >= '0' && c <= '9';
+  });
+  if (!digits_only || ec != std::errc{} || end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 std::size_t content_range_length(std::string_view value)
 {
   auto const slash = value.rfind('/');
   std::string_view const total =
     slash == std::string_view::npos ? std::string_view{} : value.substr(slash + 1);
-  std::size_t length{};
-  auto const [end, ec] = std::from_chars(total.data(), total.data() + total.size(), length);
-  if (total.empty() || ec != std::errc{} || end != total.data() + total.size()) {
+  auto const length = decimal_length(total);
+  if (!length) {
     throw std::runtime_error("an unusable Content-Range \"" + std::string{value} +
                              "\" (expected \"bytes <first>-<last>/<length>\")");
   }
-  return length;
+  return *length;
 }
 
 std::string response_entity_tag(void* curl_easy_handle) noexcept

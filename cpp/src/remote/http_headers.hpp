@@ -23,6 +23,13 @@ namespace kvikio::detail {
                                                            std::string_view name) noexcept;
 
 /**
+ * @brief A length, offset or size a server sent: plain decimal digits only (not "1e3", "0x10",
+ * "12abc", "+5", "-1" or ""), within std::size_t. Every number read from a server goes through
+ * here. std::nullopt for anything else.
+ */
+[[nodiscard]] std::optional<std::size_t> decimal_length(std::string_view text) noexcept;
+
+/**
  * @brief The complete length of an object from a Content-Range value ("bytes 0-0/1234": 1234).
  * @throws std::runtime_error naming the value where it ends in no length (an unknown length, a
  * missing slash, a number too large).

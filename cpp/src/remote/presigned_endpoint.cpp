@@ -9,6 +9,8 @@
 #include <kvikio/remote_handle.hpp>
 
 #include "remote/http_headers.hpp"
+#include "remote/message_redaction.hpp"
+#include "remote/request_fields.hpp"
 #include "remote/retry_rule.hpp"
 
 namespace kvikio {
@@ -55,10 +57,7 @@ S3EndpointWithPresignedUrl::S3EndpointWithPresignedUrl(std::string presigned_url
                 std::invalid_argument);
 }
 
-void S3EndpointWithPresignedUrl::setopt(CurlHandle& curl)
-{
-  curl.setopt(CURLOPT_URL, url_.c_str());
-}
+void S3EndpointWithPresignedUrl::setopt(CurlHandle& curl) { detail::set_request_url(curl, url_); }
 
 std::string S3EndpointWithPresignedUrl::str() const
 {
@@ -98,7 +97,8 @@ std::size_t S3EndpointWithPresignedUrl::get_file_size()
   if (status >= 400) { throw detail::http_status_error(status, "size request to " + str(), body); }
   KVIKIO_EXPECT(status == 206,
                 "KvikIO: size request to " + str() + " answered HTTP " + std::to_string(status) +
-                  " (expected 206 to a Range request)" + (body.empty() ? "" : ": " + body),
+                  " (expected 206 to a Range request)" +
+                  (body.empty() ? "" : ": " + detail::error_body_for_message(body)),
                 std::runtime_error);
   set_entity_tag(detail::response_entity_tag(curl.get()));
   // "bytes 0-0/<total>"

@@ -23,6 +23,7 @@
 #include "parallel/stream_ordered.hpp"
 #include "remote/multi_poll.hpp"
 #include "remote/range_request.hpp"
+#include "remote/request_fields.hpp"
 #include "remote/sink.hpp"
 
 namespace kvikio {
@@ -160,6 +161,8 @@ RemoteHandle RemoteHandle::open(std::string const& url,
         endpoint        = make(candidate);
         auto const size = endpoint->get_file_size();
         if (!nbytes) { nbytes = size; }
+      } catch (detail::UnsafeRequestField const&) {
+        throw;  // a malformed credential is the caller's error, not a sign of a public object
       } catch (...) {
         if (!is_allowed(RemoteEndpointType::S3_PUBLIC)) { throw; }
         endpoint = make(RemoteEndpointType::S3_PUBLIC);

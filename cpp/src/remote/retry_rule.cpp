@@ -11,6 +11,8 @@
 
 #include "remote/retry_rule.hpp"
 
+#include "remote/message_redaction.hpp"
+
 namespace kvikio::detail {
 
 std::chrono::milliseconds retry_backoff(std::size_t attempt) noexcept
@@ -65,9 +67,10 @@ std::chrono::milliseconds RetryRule::next_attempt(CURLcode code, long status)
 
 std::runtime_error http_status_error(long status, std::string const& what, std::string const& body)
 {
-  return std::runtime_error("curl_easy_perform() error (The requested URL returned error: " +
-                            std::to_string(status) + ") [KvikIO: " + what + ": HTTP " +
-                            std::to_string(status) + (body.empty() ? "" : ": " + body) + "]");
+  return std::runtime_error(
+    "curl_easy_perform() error (The requested URL returned error: " + std::to_string(status) +
+    ") [KvikIO: " + what + ": HTTP " + std::to_string(status) +
+    (body.empty() ? "" : ": " + error_body_for_message(body)) + "]");
 }
 
 CURLcode perform_retrying(CurlHandle& curl,

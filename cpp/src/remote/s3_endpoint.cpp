@@ -11,17 +11,33 @@
 #include <kvikio/error.hpp>
 #include <kvikio/remote_handle.hpp>
 
+#include "remote/request_fields.hpp"
+
 namespace kvikio {
 namespace {
 
+// A credential goes into a header (the access key into Authorization, the token as it is): one
+// with CR, LF or NUL is refused before any request is built.
 std::string from_arg_or_env(std::optional<std::string> value,
                             char const* variable,
                             char const* what)
 {
-  if (value) { return *value; }
-  if (auto env = detail::getenv_trimmed(variable)) { return *env; }
-  throw std::invalid_argument(std::string{"S3: must provide `"} + what + "` if " + variable +
-                              " isn't set.");
+  if (!value) { value = detail::getenv_trimmed(variable); }
+  if (!value) {
+    throw std::invalid_argument(std::string{"S3: must provide `"} + what + "` if " + variable +
+                                " isn't set.");
+  }
+  detail::check_header_value(std::string{"S3: `"} + what + "` (or " + variable + ")", *value);
+  return *value;
+}
+
+std::optional<std::string> session_token(std::optional<std::string> token)
+{
+  if (!token) { token = detail::getenv_trimmed("AWS_SESSION_TOKEN"); }
+  if (token) {
+    detail::check_header_value("S3: `aws_session_token` (or AWS_SESSION_TOKEN)", *token);
+  }
+  return token;
 }
 
 /// `region` itself, when it can only be a region name: letters, digits, '-' and '_' (AWS's are
@@ -60,8 +76,7 @@ S3Endpoint::S3Endpoint(std::string url,
     access_key_{from_arg_or_env(std::move(aws_access_key), "AWS_ACCESS_KEY_ID", "aws_access_key")},
     secret_{from_arg_or_env(
       std::move(aws_secret_access_key), "AWS_SECRET_ACCESS_KEY", "aws_secret_access_key")},
-    session_token_{aws_session_token ? aws_session_token
-                                     : detail::getenv_trimmed("AWS_SESSION_TOKEN")}
+    session_token_{session_token(std::move(aws_session_token))}
 {
   KVIKIO_EXPECT(HttpEndpoint::is_url_valid(url_),
                 "S3Endpoint: not a valid http(s) URL: \"" + detail::url_for_message(url_) + "\"",
@@ -94,7 +109,10 @@ std::string S3Endpoint::url_from_bucket_and_object(std::string bucket_name,
                 "S3Endpoint: empty bucket or object name",
                 std::invalid_argument);
   auto endpoint = aws_endpoint_url ? aws_endpoint_url : detail::getenv_trimmed("AWS_ENDPOINT_URL");
-  std::string const object = detail::percent_encode(object_name);
+  // The bucket becomes a path segment or a host label, and the key a path: checked and encoded
+  // by the request's rules before either is pasted in.
+  std::string const& bucket = detail::checked_s3_bucket(bucket_name);
+  std::string const object  = detail::s3_key_path(object_name);
   if (endpoint) {
     // The bucket and object are appended to its path: a query or fragment would turn them
     // into part of it, and the request would name another resource.
@@ -107,21 +125,11 @@ std::string S3Endpoint::url_from_bucket_and_object(std::string bucket_name,
     while (!base.empty() && base.back() == '/') {
       base.pop_back();
     }
-    return base + "/" + bucket_name + "/" + object;
+    return base + "/" + bucket + "/" + object;
   }
   std::string const region =
     checked_region(from_arg_or_env(std::move(aws_region), "AWS_DEFAULT_REGION", "aws_region"));
-  // The bucket becomes a label of the host name: only what a DNS-compatible bucket name has.
-  bool bucket_ok = bucket_name.size() <= 63;
-  for (char const c : bucket_name) {
-    bucket_ok = bucket_ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-                              c == '.' || c == '_' || (c >= 'A' && c <= 'Z'));
-  }
-  KVIKIO_EXPECT(bucket_ok,
-                "S3: the bucket name \"" + bucket_name +
-                  "\" cannot be a host name label (letters, digits, '-', '.', '_'; at most 63)",
-                std::invalid_argument);
-  return "https://" + bucket_name + ".s3." + region + ".amazonaws.com/" + object;
+  return "https://" + bucket + ".s3." + region + ".amazonaws.com/" + object;
 }
 
 std::pair<std::string, std::string> S3Endpoint::parse_s3_url(std::string const& s3_url)
@@ -150,11 +158,12 @@ bool S3Endpoint::is_url_valid(std::string const& url) noexcept
 
 void S3Endpoint::setopt(CurlHandle& curl)
 {
-  curl.setopt(CURLOPT_URL, url_.c_str());
+  detail::set_request_url(curl, url_);
   std::string const sigv4 = "aws:amz:" + region_ + ":s3";
   curl.setopt(CURLOPT_AWS_SIGV4, sigv4.c_str());
-  std::string const userpwd = access_key_ + ":" + secret_;
-  curl.setopt(CURLOPT_USERPWD, userpwd.c_str());
+  // Apart, not as "key:secret": a ':' in the access key would move the split.
+  curl.setopt(CURLOPT_USERNAME, access_key_.c_str());
+  curl.setopt(CURLOPT_PASSWORD, secret_.c_str());
   curl.append_header(std::string{"x-amz-content-sha256: "} + empty_payload_sha256);
   if (session_token_) { curl.append_header("x-amz-security-token: " + *session_token_); }
   // A signed request is not followed to a redirect's target: libcurl would send the session
@@ -175,7 +184,7 @@ S3PublicEndpoint::S3PublicEndpoint(std::string url)
     std::invalid_argument);
 }
 
-void S3PublicEndpoint::setopt(CurlHandle& curl) { curl.setopt(CURLOPT_URL, url_.c_str()); }
+void S3PublicEndpoint::setopt(CurlHandle& curl) { detail::set_request_url(curl, url_); }
 
 std::string S3PublicEndpoint::str() const { return url_; }
 

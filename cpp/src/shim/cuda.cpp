@@ -29,8 +29,11 @@ bool library_looked_for{false};
 
 }  // namespace
 
-// Loads the driver once; keeps either the table or the reason there is none.
-struct CudaDriverLoader {
+// Loads the driver once; keeps either the table or the reason there is none. Hidden, like all
+// process-wide state: a second copy of the library in the process keeps its own (docs/design.md,
+// "Trust boundaries").
+struct [[gnu::visibility("hidden")]] CudaDriverLoader
+{
   std::unique_ptr<cudaAPI> api;
   std::string unavailable_reason;
 

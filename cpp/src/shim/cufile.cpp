@@ -16,7 +16,8 @@
 namespace kvikio {
 
 // Loads libcufile.so.0 once; keeps either the table or the reason there is none.
-struct CuFileLoader {
+struct [[gnu::visibility("hidden")]] CuFileLoader
+{  // hidden: private to this copy
   std::unique_ptr<cuFileAPI> api;
   std::string unavailable_reason;
 

@@ -206,6 +206,7 @@ class MotoS3Server : public PythonServer {
     std::string const to = url(encoded_key);
     std::string const userpwd = std::string{access_key} + ":" + secret;
     ::curl_easy_setopt(curl, CURLOPT_URL, to.c_str());
+    ::curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);  // a key with dot segments stays that key
     ::curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
     ::curl_easy_setopt(curl, CURLOPT_READFUNCTION, read);
     ::curl_easy_setopt(curl, CURLOPT_READDATA, &cursor);

@@ -27,11 +27,18 @@ with the ETag "v1" (redirects: "moved"); the first path segment picks the behavi
     /redirect/...      answers 307 to the same path under /ok/ (HEAD and GET)
     /redirect-loop/... answers 307 to itself, forever
     /404/..., /403/... that status
+    /length/V/...      answers HEAD with the header "Content-Length: V", V as written (percent-
+                       decoded): numbers that do not parse cleanly
+    /echo/...          answers 403 with the request line and every header it received as a
+                       plain-text body (a server that echoes secrets)
+    /echo-xml/...      the same inside S3's XML error document (SignatureDoesNotMatch, with the
+                       request as its CanonicalRequest, as S3 answers a wrong signature)
     /requests/...      answers 200 with the number of ranged GETs served so far under the same
                        path with /ok/ in its place (decimal text): tests count the requests a
                        read made
 A path under /webhdfs/v1/ is the same behaviour spoken as WebHDFS: ?op=GETFILESTATUS answers
-the object's FileStatus (JSON), ?op=OPEN&offset=O&length=L answers 200 with those bytes.
+the object's FileStatus (JSON), ?op=OPEN&offset=O&length=L answers 200 with those bytes;
+/webhdfs/v1/user-is/NAME/... answers 403 unless the query's user.name, decoded, is NAME (decoded).
 Prints "ready <port>" on stdout once listening (PORT 0: a free port of the kernel's choosing).
 """
 import socket
@@ -39,6 +46,7 @@ import struct
 import sys
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SIZE = int(sys.argv[2])
@@ -91,6 +99,23 @@ class Handler(BaseHTTPRequestHandler):
             served = RANGED_GETS.get("/ok/" + "/".join(parts[1:]), 0)
         if kind == "requests":
             return self._send(200, str(served).encode())
+        if kind in ("echo", "echo-xml"):
+            request = self.requestline + "\n" + str(self.headers)
+            if kind == "echo-xml":
+                request = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>"
+                           "SignatureDoesNotMatch</Code><Message>The request signature we "
+                           "calculated does not match the signature you provided.</Message>"
+                           f"<CanonicalRequest>{request}</CanonicalRequest></Error>")
+            return self._send(403, request.encode())
+        if kind == "length" and self.command == "HEAD":
+            self.send_response(200)
+            self.send_header("Content-Length", urllib.parse.unquote(parts[1]))
+            self.end_headers()
+            return
+        if webhdfs and kind == "user-is":
+            user = urllib.parse.parse_qs(query).get("user.name", [None])[0]
+            if user != urllib.parse.unquote(parts[1]):
+                return self._send(403, f"user.name {user!r} is not {parts[1]!r}".encode())
         if kind in ("404", "403"):
             return self._send(int(kind), b"no")
         if kind == "flaky" and count <= int(parts[1]):
