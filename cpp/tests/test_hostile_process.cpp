@@ -6,6 +6,7 @@
  * clear error, never a hang or a crash; the parent goes on unaffected. Each case runs in a child
  * that is killed, and the case failed, if it does not end within its limit.
  */
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -34,6 +36,7 @@
 #include "common/poison.hpp"
 #endif
 
+#include "common/child_process.hpp"
 #include "common/device.hpp"
 #include "common/temp_dir.hpp"
 
@@ -322,6 +325,32 @@ TEST_F(Fork, ChildReadsOverHttpAfterItsParent)
 // backends, libcurl's handles, the caches) are detail::BuiltOnce. A child forked while another
 // thread builds one builds its own instead of waiting forever for a thread it does not have;
 // the parent's build ends as usual and is the parent's object.
+// A process with two copies of the library (an application's and a Python extension's own):
+// each copy's fork handlers lock only its own state, so fork() returns. In a child process, so
+// that a hung fork() ends by the alarm and fails the test rather than hanging it.
+TEST(TwoLibraryCopies, DISABLED_ForkWithASecondCopyLoaded)
+{
+  ::alarm(30);
+  TempDir dir;
+  std::string const copy = dir.file("libkvikio_second_copy.so");
+  std::filesystem::copy_file(KVIKIO_LIBRARY_FILE, copy);
+  void* second = ::dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(second, nullptr) << ::dlerror();
+  EXPECT_GE(kvikio::defaults::thread_pool_nthreads(), 1U);  // this copy in use, the other loaded
+  pid_t const pid = ::fork();
+  if (pid == 0) { ::_exit(0); }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST(TwoLibraryCopies, ForkReturns)
+{
+  EXPECT_EQ(kvikio::test::run_child_test("TwoLibraryCopies.DISABLED_ForkWithASecondCopyLoaded", {}),
+            0);
+}
+
 TEST(BuiltOnce, AChildForkedDuringABuildBuildsItsOwn)
 {
   static kvikio::detail::BuiltOnce<int> object;

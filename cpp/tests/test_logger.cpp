@@ -3,6 +3,7 @@
  *
  * The log: level filtering, file sink, line format, and that filtered messages are not formatted.
  */
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -100,6 +101,24 @@ TEST(Logger, ConfiguredFromEnvironment)
   KVIKIO_LOG_INFO("from the environment");
   EXPECT_NE(read_file(path).find("from the environment"), std::string::npos);
   log.set_file("");
+  std::remove(path.c_str());
+}
+
+// A FIFO no process reads is a file that cannot be opened, not a hang: the first log line
+// goes to stderr with the reason. The alarm ends a hung test as a failure.
+TEST(Logger, FifoWithoutAReaderFallsBackToStderr)
+{
+  auto const path = temp_path("fifo");
+  std::remove(path.c_str());
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  kvikio::test::EnvGuard const env{{"KVIKIO_LOG_LEVEL", "info"}, {"KVIKIO_LOG_FILE", path}};
+  ::alarm(30);
+  ::testing::internal::CaptureStderr();
+  KVIKIO_LOG_INFO("after the fallback");
+  std::string const text = ::testing::internal::GetCapturedStderr();
+  ::alarm(0);
+  EXPECT_NE(text.find("KVIKIO_LOG_FILE=" + path + ": cannot be opened"), std::string::npos) << text;
+  EXPECT_NE(text.find("after the fallback"), std::string::npos) << text;
   std::remove(path.c_str());
 }
 

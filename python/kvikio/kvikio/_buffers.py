@@ -4,13 +4,15 @@
 Device memory is anything with ``__cuda_array_interface__`` (CuPy, PyTorch, Numba); host
 memory anything with the buffer protocol or ``__array_interface__`` (NumPy, bytes, bytearray,
 memoryview). Both must be C-contiguous: a strided view would need a gather, which is the
-caller's to do, so it is a ValueError.
+caller's to do, so it is a ValueError. Both must hold plain data: the items of an object array
+are pointers to Python objects, which bytes from a file would turn into wild pointers.
 """
 
 from __future__ import annotations
 
-import math
 import operator
+import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,12 +40,54 @@ def _c_contiguous(shape, strides, itemsize) -> bool:
     return True
 
 
+class ShapeError(ValueError, OverflowError):
+    """A shape no memory can have. Also an OverflowError, which upstream raises for it (its
+    conversion of the extents or of their product to a C size fails)."""
+
+
+def _nbytes(shape: Any, itemsize: int) -> int:
+    """The bytes of an array of ``shape``: non-negative integer extents whose product times
+    ``itemsize`` is at most ``sys.maxsize``, the most any object can span in the address space."""
+    try:
+        extents = [operator.index(n) for n in shape]
+    except TypeError:
+        raise TypeError(f"a device array's shape {shape!r} is no tuple of integers") from None
+    nbytes = itemsize
+    for n in extents:
+        nbytes *= n
+        if n < 0 or n > sys.maxsize or nbytes > sys.maxsize:
+            raise ShapeError(
+                f"a device array's shape {shape!r} (item size {itemsize}) is impossible: expected "
+                f"non-negative integers whose product times the item size is at most "
+                f"{sys.maxsize} bytes")
+    return nbytes
+
+
+def objects_refused(dtype: Any, *, writable: bool) -> ValueError:
+    """The error for memory that holds Python objects, in NumPy's words for fromfile; raised by
+    as_buffer and by kvikio.numpy.fromfile."""
+    return ValueError(
+        f"Cannot {'read into' if writable else 'write from'} object array (dtype {dtype}): its "
+        "items are pointers to Python objects; expected a dtype of plain data (numbers, bytes "
+        "or records of them)")
+
+
+def _holds_objects(fmt: str) -> bool:
+    """Whether a buffer format (struct's codes, "T{...}" records with ":name:" fields) has a
+    Python object ("O") among its items; field names are dropped first, as they may hold an O."""
+    return "O" in re.sub(r":[^:]*:", "", fmt)
+
+
 def as_buffer(obj: Any, *, writable: bool) -> Buffer:
     """The memory of ``obj``; ``writable``: it will be written into (reads)."""
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
+        dtype = np.dtype(cai["typestr"])
+        if dtype.hasobject:
+            raise objects_refused(dtype, writable=writable)
+        itemsize = dtype.itemsize
+        nbytes = _nbytes(cai["shape"], itemsize)
         shape = tuple(cai["shape"])
-        itemsize = np.dtype(cai["typestr"]).itemsize
         strides = cai.get("strides")
         if strides is not None and not _c_contiguous(shape, strides, itemsize):
             raise ValueError(
@@ -60,7 +104,7 @@ def as_buffer(obj: Any, *, writable: bool) -> Buffer:
             )
         if writable and readonly:
             raise ValueError("a read-only device array cannot be read into")
-        return Buffer(int(ptr or 0), math.prod(shape) * itemsize, True, obj)
+        return Buffer(int(ptr or 0), nbytes, True, obj)
     try:
         view = memoryview(obj)
     except TypeError:
@@ -76,6 +120,8 @@ def as_buffer(obj: Any, *, writable: bool) -> Buffer:
             f"a non-contiguous host buffer (shape {view.shape}, strides {view.strides}): "
             "KvikIO reads and writes contiguous memory only"
         )
+    if _holds_objects(view.format):
+        raise objects_refused(getattr(obj, "dtype", view.format), writable=writable)
     if writable and view.readonly:
         raise ValueError(f"a read-only {type(obj).__name__} cannot be read into")
     flat = np.frombuffer(view.cast("B") if view.ndim != 1 or view.format != "B" else view, np.uint8)

@@ -10,6 +10,7 @@ from typing import Protocol, Union, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from kvikio._buffers import objects_refused
 from kvikio.cufile import CuFile
 
 
@@ -48,9 +49,13 @@ def fromfile(file: Union[str, os.PathLike, io.FileIO], dtype: DTypeLike = float,
     memory); no more items than the file holds."""
     if sep != "":
         raise NotImplementedError("Non-default value of the `sep` argument is not supported")
+    # NumPy's ValueError for objects, before anything is opened and even for an empty read.
+    dtype = np.dtype(dtype)
+    if dtype.hasobject:
+        raise objects_refused(dtype, writable=True)
     path = _path(file)
     nbytes = os.path.getsize(path)
-    itemsize = np.dtype(dtype).itemsize
+    itemsize = dtype.itemsize
     if count == -1:
         count = nbytes
     count = min(count, (nbytes - offset) // itemsize)

@@ -5,16 +5,19 @@ offsets, buffers, settings, lifetimes, remote inputs. Each case says what must h
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import kvikio
 import kvikio.defaults
-from conftest import pattern
+import kvikio.numpy
+from conftest import POISON, pattern
 
 # --- paths -----------------------------------------------------------------------------------
 
@@ -131,6 +134,151 @@ except RuntimeError as e:
     assert out.returncode == 0 and "REFUSED" in out.stdout, out.stdout + out.stderr
 
 
+class ClaimedDeviceArray:
+    """Host bytes behind a ``__cuda_array_interface__`` that claims any shape and type, as a
+    broken or hostile array-like does."""
+
+    def __init__(self, host: np.ndarray, shape, typestr: str = "|u1"):
+        self.host = host
+        self.__cuda_array_interface__ = dict(shape=shape, typestr=typestr, strides=None,
+                                             version=3, data=(host.ctypes.data, False))
+
+
+# Every way a buffer reaches the library, as call(path, buf): a read of the file into buf, or a
+# write of buf over the file's first bytes ("r+": a refused write must leave the file as it was).
+def _cufile_read(path, buf):
+    with kvikio.CuFile(path, "r") as f:
+        return f.read(buf)
+
+
+def _cufile_pread(path, buf):
+    with kvikio.CuFile(path, "r") as f:
+        return f.pread(buf).get()
+
+
+def _cufile_write(path, buf):
+    with kvikio.CuFile(path, "r+") as f:
+        return f.write(buf)
+
+
+def _mmap_read(path, buf):
+    with kvikio.Mmap(path) as m:
+        return m.read(buf)
+
+
+def _file_batch_read(path, buf):
+    with kvikio.CuFile(path, "r") as f:
+        return kvikio.file_batch_read([(f, buf)])[0].get()
+
+
+BUFFER_CALLS = {"CuFile.read": _cufile_read, "CuFile.pread": _cufile_pread,
+                "CuFile.write": _cufile_write, "Mmap.read": _mmap_read,
+                "file_batch_read": _file_batch_read}
+
+# In a child: bytes read into an object array are wild pointers, which crash the process when
+# the array is next used (here by tolist()).
+_OBJECTS_CHILD = r"""
+import sys
+sys.path.insert(0, sys.argv[1])  # the tests folder
+import numpy as np
+from test_hostile_input import BUFFER_CALLS, ClaimedDeviceArray
+
+path, name = sys.argv[2], sys.argv[3]
+verb = "write from" if name == "CuFile.write" else "read into"
+plain = np.full(64, 0xEE, np.uint8)
+for a in (np.array([1, "x", None, 2.5], dtype=object),
+          np.array([(7, "y")] * 4, dtype=[("n", "<i8"), ("Obj", object)])):
+    before = a.tolist()
+    for buf, shown in ((a, str(a.dtype)), (memoryview(a), memoryview(a).format)):
+        try:
+            BUFFER_CALLS[name](path, buf)
+        except ValueError as e:
+            assert f"Cannot {verb} object array (dtype {shown})" in str(e), str(e)
+        else:
+            raise AssertionError(f"{name} took a {type(buf).__name__} of dtype {shown}")
+        assert a.tolist() == before, "the objects changed"
+try:
+    BUFFER_CALLS[name](path, ClaimedDeviceArray(plain, (8,), "|O"))
+except ValueError as e:
+    assert "object array (dtype object)" in str(e), str(e)
+else:
+    raise AssertionError(f"{name} took a device array of objects")
+assert (plain == 0xEE).all(), "bytes landed behind a device array of objects"
+print("REFUSED")
+"""
+
+
+@pytest.mark.parametrize("name", sorted(BUFFER_CALLS))
+def test_object_arrays_are_refused_as_numpy_refuses_them(data_file, name):
+    """An object array (or a record with an object field, or a device array claiming objects)
+    holds pointers: every entry point refuses it with NumPy's ValueError, in a child because
+    the bytes of a file in its place crash the process."""
+    path, content = data_file
+    child = subprocess.run([sys.executable, "-c", _OBJECTS_CHILD, str(Path(__file__).parent),
+                            str(path), name], capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0 and child.stdout.strip() == "REFUSED", (
+        f"exit {child.returncode}\n{child.stdout}\n{child.stderr[-3000:]}")
+    assert np.array_equal(np.fromfile(path, np.uint8), content), "a refused write changed the file"
+
+
+_FROMFILE_CHILD = r"""
+import sys
+import numpy as np
+import kvikio.numpy
+
+for dtype in (object, [("n", "<i8"), ("o", object)]):
+    try:
+        a = kvikio.numpy.fromfile(sys.argv[1], dtype=dtype)
+    except ValueError as e:
+        assert "Cannot read into object array" in str(e), str(e)
+    else:
+        print(a.tolist())  # the file's bytes as object pointers: a crash
+        raise AssertionError(f"fromfile read objects of dtype {dtype}")
+print("REFUSED")
+"""
+
+
+def test_fromfile_refuses_objects_before_opening_anything(data_file, tmp_path):
+    """NumPy's fromfile raises ValueError for objects; so does kvikio's, even for a file that is
+    missing or empty (nothing is opened)."""
+    path, _ = data_file
+    child = subprocess.run([sys.executable, "-c", _FROMFILE_CHILD, str(path)],
+                           capture_output=True, text=True, timeout=60)
+    assert child.returncode == 0 and child.stdout.strip() == "REFUSED", (
+        f"exit {child.returncode}\n{child.stdout}\n{child.stderr[-3000:]}")
+    with pytest.raises(ValueError, match="Cannot read into object array"):
+        np.fromfile(path, dtype=object)  # the behaviour matched
+    empty = tmp_path / "empty"
+    empty.touch()
+    for missing_or_empty in (tmp_path / "missing", empty):
+        with pytest.raises(ValueError, match=r"Cannot read into object array \(dtype object\)"):
+            kvikio.numpy.fromfile(missing_or_empty, dtype=object)
+
+
+@pytest.mark.parametrize("shape", [(-1,), (4, -2), (-1, -1), (2**63,), (2**32, 2**32),
+                                   (0, 2**64), (2**62, 4)])
+@pytest.mark.parametrize("name", sorted(BUFFER_CALLS))
+def test_impossible_device_shapes_are_value_errors_naming_the_shape(tmp_path, name, shape):
+    """A shape whose extents are negative, or whose product does not fit the address space, is
+    a ValueError naming it (an OverflowError too, as upstream raises), before any byte moves."""
+    path, content = tmp_path / "small", pattern(4096, 9)
+    content.tofile(path)
+    host = np.full(64, POISON, np.uint8)
+    with pytest.raises(ValueError, match=re.escape(f"shape {shape!r}")) as e:
+        BUFFER_CALLS[name](path, ClaimedDeviceArray(host, shape))
+    assert isinstance(e.value, OverflowError)
+    assert "non-negative integers" in str(e.value)
+    assert (host == POISON).all(), "bytes landed behind an impossible shape"
+    assert np.array_equal(np.fromfile(path, np.uint8), content), "the file changed"
+
+
+def test_device_shape_of_no_integers_is_a_type_error_naming_it(data_file):
+    path, _ = data_file
+    for shape in [(1.5,), ("3",), 8]:
+        with pytest.raises(TypeError, match=re.escape(f"shape {shape!r} is no tuple of integers")):
+            _cufile_read(path, ClaimedDeviceArray(np.full(64, POISON, np.uint8), shape))
+
+
 # --- settings --------------------------------------------------------------------------------
 
 
@@ -233,6 +381,34 @@ def test_reads_racing_close_never_return_another_files_bytes(tmp_path):
         stop.set()
         t.join()
     assert wrong == 0, f"{wrong} reads succeeded with bytes that are not the file's"
+
+
+# --- messages --------------------------------------------------------------------------------
+
+_DRIVER_CHILD = r"""
+import kvikio.cufile_driver as d
+for call in (d.driver_open, d.driver_close):
+    try:
+        call()
+    except Exception as e:
+        print(f"{type(e).__name__}: {e}")
+"""
+
+
+def test_binding_messages_name_no_build_paths():
+    """Without cuFile, driver_open() and driver_close() raise from the bindings (_lib.cpp): the
+    location in the message names the source within KvikIO, not the build machine's folders. In
+    a child, as opening the driver is process-wide."""
+    repository = str(Path(__file__).resolve().parents[3])
+    child = subprocess.run([sys.executable, "-c", _DRIVER_CHILD], capture_output=True, text=True,
+                           timeout=60)
+    assert child.returncode == 0, child.stderr[-3000:]
+    messages = child.stdout.splitlines()
+    if not messages:
+        pytest.skip("cuFile opens and closes here: driver_open() and driver_close() raise nothing")
+    for message in messages:
+        assert repository not in message, message
+        assert not re.search(r"(?<![\w.])/\S+\.[ch]pp\b", message), message
 
 
 # --- remote inputs ---------------------------------------------------------------------------
