@@ -96,11 +96,6 @@ std::string redact(std::string_view text)
         continue;
       }
     }
-    if (is_access_key_id(text, i)) {
-      out += hidden;
-      i += 20;
-      continue;
-    }
     if (!is_name_char(c) || (i > 0 && is_name_char(text[i - 1]))) {
       out += c;
       ++i;
@@ -141,7 +136,18 @@ std::string redact(std::string_view text)
     }
     if (i > from) { out += hidden; }
   }
-  return out;
+  // Access key ids wherever they stand, inside names too.
+  std::string shown;
+  shown.reserve(out.size());
+  for (std::size_t at = 0; at < out.size();) {
+    if (is_access_key_id(out, at)) {
+      shown += hidden;
+      at += 20;
+    } else {
+      shown += out[at++];
+    }
+  }
+  return shown;
 }
 
 std::string error_body_for_message(std::string_view body)
