@@ -126,6 +126,34 @@ TEST_P(StreamOrdered, ReadLandsBetweenEarlierAndLaterWork)
   EXPECT_EQ(kvikio::detail::last_stream_wait_kind(), GetParam());
 }
 
+// The default stream names the current context's: a thread with no current context reads on
+// its destination's, and its future waits there too (before, the bytes landed and the wait
+// failed with CUDA_ERROR_INVALID_CONTEXT).
+TEST_P(StreamOrdered, DefaultStreamFromAThreadWithoutAContext)
+{
+  std::size_t const size = content_.size() - 9;
+  kvikio::test::DeviceBuffer dev{size + 2 * guard};
+  std::vector<std::uint8_t> fill(dev.size, poison);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyHtoD(dev.ptr, fill.data(), fill.size()));
+  FileHandle f{path_, "r"};
+  std::size_t read = 0;
+  std::thread{[&] {
+    CUcontext current{};
+    ASSERT_EQ(api().CtxGetCurrent(&current), CUDA_SUCCESS);
+    ASSERT_EQ(current, nullptr);
+    auto future = f.read_async(dev.get(), size, 9, guard, nullptr);
+    read        = future.check_bytes_done();
+  }}.join();
+  EXPECT_EQ(read, size);
+  std::vector<std::uint8_t> back(dev.size);
+  KVIKIO_CUDA_DRIVER_TRY(api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  ASSERT_EQ(0, std::memcmp(back.data() + guard, content_.data() + 9, size));
+  for (std::size_t i = 0; i < guard; ++i) {
+    ASSERT_EQ(back[i], poison);
+    ASSERT_EQ(back[guard + size + i], poison);
+  }
+}
+
 TEST_P(StreamOrdered, WriteWritesWhatEarlierWorkLeft)
 {
   auto const fresh = pattern(content_.size(), 82);

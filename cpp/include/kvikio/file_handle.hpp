@@ -263,16 +263,17 @@ class FileHandle {
                             std::size_t file_offset,
                             std::size_t devPtr_offset,
                             bool sync_default_stream);
-  // The body of read_async() and write_async().
-  // `error`, if given, receives a failure of the stream-ordered tasks (a StreamFuture's).
-  void async_transfer(Direction dir,
-                      void* devPtr_base,
-                      std::size_t* size_p,
-                      off_t* file_offset_p,
-                      off_t* devPtr_offset_p,
-                      ssize_t* bytes_p,
-                      CUstream stream,
-                      std::shared_ptr<std::exception_ptr> error = nullptr);
+  // The body of read_async() and write_async(); returns the context the operation was enqueued
+  // in (null where cuFile enqueued it, or nothing was). `error`, if given, receives a failure of
+  // the stream-ordered tasks (a StreamFuture's).
+  CUcontext async_transfer(Direction dir,
+                           void* devPtr_base,
+                           std::size_t* size_p,
+                           off_t* file_offset_p,
+                           off_t* devPtr_offset_p,
+                           ssize_t* bytes_p,
+                           CUstream stream,
+                           std::shared_ptr<std::exception_ptr> error = nullptr);
   // The body of the read_async() and write_async() that return a StreamFuture.
   StreamFuture async_transfer(Direction dir,
                               void* devPtr_base,

@@ -83,10 +83,18 @@ class StreamFuture {
   };
   void* devPtr_base_{nullptr};
   CUstream stream_{nullptr};
+  CUcontext context_{nullptr};  // the context the operation was enqueued in, if known
   std::unique_ptr<Args> args_;  // on the heap: its address is handed to the stream
   std::shared_ptr<std::exception_ptr> error_{std::make_shared<std::exception_ptr>()};
   bool synchronized_{false};
 };
+
+namespace detail {
+/// @brief Whether `stream` is a default stream (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD): one
+/// that names the current context's, so that waiting for work enqueued on it needs the context it
+/// was enqueued in (a StreamFuture's destination's) current.
+[[nodiscard]] bool is_default_stream(CUstream stream) noexcept;
+}  // namespace detail
 
 /**
  * @brief Registers a stream with cuFile for asynchronous I/O (no-op where cuFile is not used).

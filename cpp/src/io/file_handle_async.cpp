@@ -43,14 +43,14 @@ CUcontext stream_ordered_context(void* buf, char const* what)
 
 }  // namespace
 
-void FileHandle::async_transfer(Direction dir,
-                                void* devPtr_base,
-                                std::size_t* size_p,
-                                off_t* file_offset_p,
-                                off_t* devPtr_offset_p,
-                                ssize_t* bytes_p,
-                                CUstream stream,
-                                std::shared_ptr<std::exception_ptr> error)
+CUcontext FileHandle::async_transfer(Direction dir,
+                                     void* devPtr_base,
+                                     std::size_t* size_p,
+                                     off_t* file_offset_p,
+                                     off_t* devPtr_offset_p,
+                                     ssize_t* bytes_p,
+                                     CUstream stream,
+                                     std::shared_ptr<std::exception_ptr> error)
 {
   bool const reading     = dir == Direction::read;
   char const* const what = reading ? "FileHandle::read_async" : "FileHandle::write_async";
@@ -84,7 +84,7 @@ void FileHandle::async_transfer(Direction dir,
       delete held;
       KVIKIO_CUDA_DRIVER_TRY(r);
     }
-    return;
+    return nullptr;
   }
   // Stream-ordered, on as many workers as the pool has threads. The arguments are read now, at
   // planning (cuFile reads them when the stream gets there); *bytes_p is written at the end.
@@ -99,9 +99,10 @@ void FileHandle::async_transfer(Direction dir,
   check_range(devPtr_base, size, file_offset, what);
   if (size == 0) {
     *bytes_p = 0;
-    return;
+    return nullptr;
   }
-  PushAndPopContext const context{stream_ordered_context(devPtr_base, what)};
+  CUcontext const ctx = stream_ordered_context(devPtr_base, what);
+  PushAndPopContext const context{ctx};
   ThreadPool* const pool = pool_for(&defaults::thread_pool());
   auto const file        = local_file(dir, pool->get_thread_count());
   auto* const mover      = &detail::host_mover(reading, size, file.pool_threads);
@@ -119,6 +120,7 @@ void FileHandle::async_transfer(Direction dir,
         *mover, reading, *state, file, {static_cast<std::byte*>(host), n, offset});
     },
     detail::report_stream_ordered(bytes_p, std::move(error), what));
+  return ctx;
 }
 
 void FileHandle::read_async(void* devPtr_base,
@@ -152,7 +154,8 @@ StreamFuture FileHandle::async_transfer(Direction dir,
 {
   StreamFuture future{devPtr_base, size, file_offset, devPtr_offset, stream};
   auto [base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s] = future.get_args();
-  async_transfer(dir, base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s, future.error_);
+  future.context_ =
+    async_transfer(dir, base, size_p, file_offset_p, devPtr_offset_p, bytes_p, s, future.error_);
   return future;
 }
 

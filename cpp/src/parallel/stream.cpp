@@ -10,8 +10,31 @@
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/shim/cufile.hpp>
+#include <kvikio/utils.hpp>
 
 namespace kvikio {
+namespace {
+
+// A default stream (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) names the current context's: an
+// operation on one is waited for with the context it was enqueued in current (its destination's,
+// which FileHandle and RemoteHandle push), whatever context the waiting thread has, or none.
+// Another stream carries its own context.
+CUresult synchronize(CUstream stream, CUcontext enqueued_in)
+{
+  auto& api = cudaAPI::instance();
+  if (!detail::is_default_stream(stream) || enqueued_in == nullptr) {
+    return api.StreamSynchronize(stream);
+  }
+  PushAndPopContext const context{enqueued_in};
+  return api.StreamSynchronize(stream);
+}
+
+}  // namespace
+
+bool detail::is_default_stream(CUstream stream) noexcept
+{
+  return stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
+}
 
 StreamFuture::StreamFuture(
   void* devPtr_base, std::size_t size, off_t file_offset, off_t devPtr_offset, CUstream stream)
@@ -25,7 +48,7 @@ void StreamFuture::wait_for_stream() noexcept
 {
   if (!args_ || synchronized_) { return; }
   try {
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream_));
+    KVIKIO_CUDA_DRIVER_TRY(synchronize(stream_, context_));
   } catch (std::exception const& e) {
     KVIKIO_LOG_ERROR("StreamFuture: synchronising its stream failed: ", e.what());
   }
@@ -39,6 +62,7 @@ StreamFuture& StreamFuture::operator=(StreamFuture&& o) noexcept
     wait_for_stream();
     devPtr_base_  = std::exchange(o.devPtr_base_, nullptr);
     stream_       = std::exchange(o.stream_, nullptr);
+    context_      = std::exchange(o.context_, nullptr);
     args_         = std::move(o.args_);
     error_        = std::move(o.error_);
     synchronized_ = std::exchange(o.synchronized_, false);
@@ -61,7 +85,7 @@ std::size_t StreamFuture::check_bytes_done()
 {
   KVIKIO_EXPECT(args_ != nullptr, "StreamFuture: empty (default-constructed or moved from)");
   if (!synchronized_) {
-    KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().StreamSynchronize(stream_));
+    KVIKIO_CUDA_DRIVER_TRY(synchronize(stream_, context_));
     synchronized_ = true;
   }
   if (error_ && *error_) { std::rethrow_exception(*error_); }

@@ -333,7 +333,8 @@ StreamFuture RemoteHandle::read_async(void* devPtr,
   KVIKIO_EXPECT(devPtr != nullptr && !is_host_memory(devPtr),
                 "RemoteHandle::read_async: the destination must be device memory",
                 std::invalid_argument);
-  PushAndPopContext const context{get_context_from_pointer(devPtr)};
+  future.context_ = get_context_from_pointer(devPtr);
+  PushAndPopContext const context{future.context_};
   detail::run_stream_ordered(
     {.stream      = stream,
      .to_device   = true,

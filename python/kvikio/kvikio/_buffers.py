@@ -104,6 +104,13 @@ def as_buffer(obj: Any, *, writable: bool) -> Buffer:
             )
         if writable and readonly:
             raise ValueError("a read-only device array cannot be read into")
+        # The claimed extent must lie in the allocation: a GPU would read or write past it.
+        room = _lib.allocation_room(int(ptr)) if ptr and nbytes else None
+        if room is not None and nbytes > room:
+            raise ValueError(
+                f"a device array ({type(obj).__name__}) claims {nbytes} bytes at {int(ptr):#x}, "
+                f"but its allocation ends {room} bytes after that address"
+            )
         return Buffer(int(ptr or 0), nbytes, True, obj)
     try:
         view = memoryview(obj)

@@ -15,6 +15,7 @@ Importing it without zarr, or with zarr 2, raises ImportError saying what is nee
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import uuid
 from pathlib import Path
@@ -59,6 +60,13 @@ def _span(byte_range: ByteRequest | None, size: int) -> tuple[int, int]:
         start, end = max(0, size - byte_range.suffix), size
     else:
         raise TypeError(f"Unexpected byte_range, got {byte_range}.")
+    # Refused as LocalStore refuses them: a negative offset as its seek does, a range ending
+    # before it starts as its read does.
+    if start < 0:
+        raise OSError(errno.EINVAL, f"Invalid argument: {byte_range} starts before the file")
+    if isinstance(byte_range, RangeByteRequest) and end < start:
+        raise ValueError(f"read length must be non-negative or -1: {byte_range} ends before it "
+                         "starts")
     start = min(start, size)
     return start, max(0, min(end, size) - start)
 

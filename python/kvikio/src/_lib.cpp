@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -141,10 +142,18 @@ class StreamOp {
   void wait_for_stream()
   {
     CUstream stream{};
+    void* destination{};
     try {
-      stream = std::get<5>(future_.get_args());
+      std::tie(destination, std::ignore, std::ignore, std::ignore, std::ignore, stream) =
+        future_.get_args();
     } catch (kvikio::CUfileException const&) {
       return;  // an empty future: check_bytes_done() says so
+    }
+    // A default stream is waited for in the context the operation was enqueued in, its
+    // destination's, whatever context this thread has.
+    std::optional<kvikio::PushAndPopContext> context;
+    if (kvikio::detail::is_default_stream(stream) && destination != nullptr) {
+      context.emplace(destination);
     }
     auto const& cuda = kvikio::cudaAPI::instance();
     auto const busy  = [&] { return cuda.StreamQuery(stream) == CUDA_ERROR_NOT_READY; };
@@ -654,6 +663,16 @@ PYBIND11_MODULE(_lib, m)
   m.def("is_host_memory", [](std::uintptr_t p) { return kvikio::is_host_memory(as_ptr(p)); });
   m.def("is_cuda_available", [] { return kvikio::is_cuda_available(); });
   m.def("cuda_unavailable_reason", [] { return kvikio::detail::cuda_unavailable_reason(); });
+  // Bytes from `ptr` to the end of its device allocation; None where the driver cannot tell
+  // (memory it did not allocate as such): what a __cuda_array_interface__ claims is checked.
+  m.def("allocation_room", [](std::uintptr_t ptr) -> std::optional<std::size_t> {
+    try {
+      auto const [base, size, offset] = kvikio::get_alloc_info(reinterpret_cast<void*>(ptr));
+      return size - offset;
+    } catch (std::exception const&) {
+      return std::nullopt;
+    }
+  });
   register_system_errors(m);
   bind_defaults(m);
   bind_file_handle(m);

@@ -78,6 +78,33 @@ def test_stream_ordered(device, data_file):
     assert np.array_equal(back[: content.size - 7], content[7:])
 
 
+def test_default_stream_from_a_thread_without_a_context(device, data_file):
+    """The default stream (None) names the current context's: a thread with none reads on its
+    destination's, and waits there (the bytes once landed and the wait then failed)."""
+    path, content = data_file
+    dev = device.empty(content.size + 64)
+    dev2 = device.empty(100)
+    results = []
+
+    def read():
+        try:
+            with kvikio.CuFile(path, "r") as f:
+                results.append(f.read_async(dev, None, content.size - 5, 5, 64).check_bytes_done())
+                results.append(f.raw_read(dev2, 100, 7))
+        except Exception as e:  # reported below, in the test's thread
+            results.append(e)
+
+    worker = threading.Thread(target=read)
+    worker.start()
+    worker.join()
+    assert results == [content.size - 5, 100]
+    assert np.array_equal(device.to_host(dev2), content[7:107])
+    host = device.to_host(dev)
+    assert (host[:64] == POISON).all()
+    assert np.array_equal(host[64:64 + content.size - 5], content[5:])
+    assert (host[64 + content.size - 5:] == POISON).all()
+
+
 def test_futures_wait_from_other_threads(data_file):
     path, content = data_file
     out = np.zeros(content.size, np.uint8)

@@ -17,7 +17,7 @@ import pytest
 import kvikio
 import kvikio.defaults
 import kvikio.numpy
-from conftest import POISON, pattern
+from conftest import POISON, DeviceArray, pattern
 
 # --- paths -----------------------------------------------------------------------------------
 
@@ -270,6 +270,27 @@ def test_impossible_device_shapes_are_value_errors_naming_the_shape(tmp_path, na
     assert "non-negative integers" in str(e.value)
     assert (host == POISON).all(), "bytes landed behind an impossible shape"
     assert np.array_equal(np.fromfile(path, np.uint8), content), "the file changed"
+
+
+@pytest.mark.parametrize("name", sorted(BUFFER_CALLS))
+def test_device_array_claiming_more_than_its_allocation_is_refused(tmp_path, name):
+    """A __cuda_array_interface__ claiming 64 KiB over a 4 KiB allocation: the GPU would move
+    bytes past the allocation, so the claim is checked against the driver's range. The memory
+    comes from cuMemAlloc itself (a pool such as CuPy's may hand out part of a larger one)."""
+    path, content = tmp_path / "big", pattern(1 << 17, 10)
+    content.tofile(path)
+    small = DeviceArray(4096).copy_from_host(pattern(4096, 11))
+
+    class Claim:
+        __cuda_array_interface__ = dict(small.__cuda_array_interface__, shape=(1 << 16,),
+                                        strides=None)
+
+    with pytest.raises(ValueError, match="claims 65536 bytes at .* allocation ends 4096 bytes"):
+        BUFFER_CALLS[name](path, Claim())
+    assert np.array_equal(small.to_host(), pattern(4096, 11)), "the allocation changed"
+    assert np.array_equal(np.fromfile(path, np.uint8), content), "the file changed"
+    # Its whole allocation, claimed truly, is accepted.
+    assert BUFFER_CALLS[name](path, small) == 4096
 
 
 def test_device_shape_of_no_integers_is_a_type_error_naming_it(data_file):

@@ -2,6 +2,8 @@
 """RemoteFile against a real nginx (conftest's ``nginx`` fixture): reads of host and device
 memory, parallel and stream-ordered, both transports; errors."""
 
+import threading
+
 import numpy as np
 import pytest
 from conftest import POISON
@@ -39,6 +41,27 @@ def test_read_device(nginx, transport, device):
     dev2 = device.empty(4096)
     assert f.read_async(dev2, device.stream(), 4096, 1000).check_bytes_done() == 4096
     assert np.array_equal(device.to_host(dev2), content[1000:5096])
+
+
+def test_default_stream_from_a_thread_without_a_context(nginx, transport, device):
+    """As CuFile's: the default stream from a thread with no current context reads on the
+    destination's context and waits there."""
+    url, content = nginx
+    f = kvikio.RemoteFile.open(f"{url}/data.bin", nbytes=content.size)
+    dev = device.empty(4096)
+    results = []
+
+    def read():
+        try:
+            results.append(f.read_async(dev, None, 4096, 333).check_bytes_done())
+        except Exception as e:  # reported below, in the test's thread
+            results.append(e)
+
+    worker = threading.Thread(target=read)
+    worker.start()
+    worker.join()
+    assert results == [4096]
+    assert np.array_equal(device.to_host(dev), content[333:4429])
 
 
 def test_errors(nginx):

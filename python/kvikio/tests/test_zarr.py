@@ -160,6 +160,24 @@ async def test_byte_ranges_match_the_file(tmp_path):
     assert [g and g.to_bytes() for g in got] == [data[1:5], None, data[-2:]]
 
 
+async def test_byte_ranges_that_cannot_be_read_are_refused_as_local_store_refuses_them(tmp_path):
+    data = pattern(100, 6).tobytes()
+    (tmp_path / "k").write_bytes(data)
+    proto = default_buffer_prototype()
+    stores = (kvikio.zarr.GDSStore(tmp_path, read_only=True),
+              zarr.storage.LocalStore(tmp_path, read_only=True))
+    for byte_range in (RangeByteRequest(10, 5), RangeByteRequest(-5, 10), OffsetByteRequest(-10)):
+        errors = []
+        for store in stores:
+            with pytest.raises((ValueError, OSError)) as e:
+                await store.get("k", proto, byte_range)
+            errors.append(type(e.value))
+        assert errors[0] is errors[1], byte_range
+    for byte_range in (SuffixByteRequest(-5), RangeByteRequest(200, 300)):
+        got = [await store.get("k", proto, byte_range) for store in stores]
+        assert [g.to_bytes() for g in got] == [b"", b""], byte_range
+
+
 async def test_a_failed_write_leaves_the_old_value_and_no_partial_file(tmp_path, monkeypatch):
     store = kvikio.zarr.GDSStore(tmp_path)
     old = cpu.Buffer.from_bytes(pattern(5_000, 4).tobytes())
