@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/file_handle.hpp>
 
 #include "common/env_guard.hpp"
 
@@ -119,6 +120,32 @@ TEST(Logger, FifoWithoutAReaderFallsBackToStderr)
   ::alarm(0);
   EXPECT_NE(text.find("KVIKIO_LOG_FILE=" + path + ": cannot be opened"), std::string::npos) << text;
   EXPECT_NE(text.find("after the fallback"), std::string::npos) << text;
+  std::remove(path.c_str());
+}
+
+// A level the logger cannot read is warned about once, naming the value and the accepted ones,
+// and the default kept; a FileHandle then opens and reads as usual.
+TEST(Logger, UnknownLevelIsWarnedAboutAndTheDefaultKept)
+{
+  kvikio::test::EnvGuard const env{{"KVIKIO_LOG_LEVEL", "verbose"},
+                                   {"KVIKIO_LOG_FILE", std::nullopt}};
+  ::testing::internal::CaptureStderr();
+  auto& log              = Logger::instance();
+  std::string const text = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(log.level(), LogLevel::warn);
+  EXPECT_NE(text.find(" warn ["), std::string::npos) << text;
+  EXPECT_NE(text.find("KVIKIO_LOG_LEVEL=verbose: expected one of trace, debug, info, warn, error, "
+                      "off; logging at warn"),
+            std::string::npos)
+    << text;
+  auto const path = temp_path("level");
+  {
+    std::ofstream{path} << "0123456789";
+  }
+  kvikio::FileHandle file{path, "r"};
+  char buf[10]{};
+  EXPECT_EQ(file.pread(buf, 10, 0).get(), 10U);
+  EXPECT_EQ(std::string(buf, 10), "0123456789");
   std::remove(path.c_str());
 }
 

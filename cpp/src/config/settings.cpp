@@ -156,10 +156,8 @@ Settings Settings::from_environment()
   read_setting(s.name, {KVIKIO_UNPARENTHESIZE variables}, parse);
   KVIKIO_SETTINGS(KVIKIO_READ_SETTING)
 #undef KVIKIO_READ_SETTING
-  // The logger keeps its own level; it is validated here so a typo is an error, not a silence.
-  if (auto level = getenv_trimmed(known("KVIKIO_LOG_LEVEL"))) {
-    parse_log_level("KVIKIO_LOG_LEVEL", *level);
-  }
+  // KVIKIO_LOG_LEVEL is the logger's own: a value it cannot read is a warning there (the level
+  // decides only what is logged, so it never stops I/O), not an error here.
   return s;
 }
 

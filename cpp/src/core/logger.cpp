@@ -88,7 +88,6 @@ Logger::Logger() noexcept : impl_{new Impl{}}
       impl_->level = parse_log_level("KVIKIO_LOG_LEVEL", *value);
     }
   } catch (std::exception const& e) {
-    // The settings report this as an exception at first use; here we only must not lose it.
     problem = std::string{e.what()} + "; logging at warn";
   }
   try {
@@ -102,7 +101,8 @@ Logger::Logger() noexcept : impl_{new Impl{}}
     }
   } catch (...) {
   }
-  if (!problem.empty()) { write(LogLevel::error, problem); }
+  // A warning, once: how much is logged never stops I/O.
+  if (!problem.empty()) { write(LogLevel::warn, problem); }
 }
 
 Logger& Logger::instance() noexcept
