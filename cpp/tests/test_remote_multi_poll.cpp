@@ -30,6 +30,7 @@
 #include "common/nginx.hpp"
 #include "common/poison.hpp"
 #include "common/test_servers.hpp"
+#include "common/thread_names.hpp"
 #include "remote/multi_poll.hpp"
 
 using kvikio::RemoteBackendType;
@@ -87,6 +88,17 @@ TEST_F(MultiPoll, ManyConcurrentPreadsShareOneReactor)
     EXPECT_TRUE(f.empty()) << f;
   }
   EXPECT_EQ(kvikio::detail::MultiPollTransport::instance().num_reactors(), 1U);
+}
+
+TEST_F(MultiPoll, ReactorThreadsAreNamed)
+{
+  kvikio::defaults::set_remote_io_num_reactors(2);
+  auto handle = open();
+  std::vector<std::uint8_t> buf(1 << 20, poison);
+  EXPECT_EQ(handle.pread(buf.data(), buf.size(), 0, 64 << 10).get(), buf.size());
+  EXPECT_EQ(0, std::memcmp(buf.data(), content_.data(), buf.size()));
+  EXPECT_EQ(kvikio::test::unnamed_threads(), std::vector<std::string>{});
+  EXPECT_GE(kvikio::test::threads_named("kvikio-poll-"), 1U);
 }
 
 TEST(MultiPollFaults, OneFailedTransferFailsOnlyItsOwnPread)

@@ -36,6 +36,7 @@
 #include "common/device.hpp"
 #include "common/poison.hpp"
 #include "common/temp_dir.hpp"
+#include "common/thread_names.hpp"
 #include "parallel/stream_ordered.hpp"
 #include "parallel/stream_workers.hpp"
 
@@ -152,6 +153,24 @@ TEST_P(StreamOrdered, DefaultStreamFromAThreadWithoutAContext)
     ASSERT_EQ(back[i], poison);
     ASSERT_EQ(back[guard + size + i], poison);
   }
+}
+
+// Every thread the library starts for local and stream-ordered reads has a name (the pool's
+// "kvikio-N", the stream workers' and the pinning threads').
+TEST_P(StreamOrdered, EveryThreadTheLibraryStartsIsNamed)
+{
+  kvikio::test::DeviceBuffer dev{content_.size()};
+  kvikio::test::Stream stream;
+  FileHandle f{path_, "r"};
+  std::vector<std::uint8_t> host(content_.size(), poison);
+  EXPECT_EQ(f.pread(host.data(), host.size()).get(), host.size());
+  EXPECT_EQ(f.read_async(dev.get(), content_.size(), 0, 0, stream.handle).check_bytes_done(),
+            content_.size());
+  EXPECT_EQ(kvikio::test::unnamed_threads(), std::vector<std::string>{});
+  EXPECT_GE(kvikio::test::threads_named("kvikio-strm-"), 1U);
+  EXPECT_EQ(kvikio::test::threads_named("kvikio-") - kvikio::test::threads_named("kvikio-strm-") -
+              kvikio::test::threads_named("kvikio-pin-"),
+            4U);  // the pool's
 }
 
 TEST_P(StreamOrdered, WriteWritesWhatEarlierWorkLeft)

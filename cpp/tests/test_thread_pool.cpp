@@ -4,6 +4,7 @@
  * kvikio::ThreadPool: results, exceptions, FIFO order, reset, wait, nested and concurrent
  * submission.
  */
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -18,6 +20,7 @@
 
 #include <kvikio/threadpool_wrapper.hpp>
 
+#include "common/thread_names.hpp"
 #include "core/threadpool_internals.hpp"
 
 using kvikio::ThreadPool;
@@ -256,3 +259,46 @@ TEST(ThreadPool, DestructorRunsQueuedTasks)
 }
 
 }  // namespace
+
+TEST(ThreadPool, InitTaskNamesEveryWorkerAndEveryResetsWorker)
+{
+  ThreadPool pool{3, kvikio::make_thread_pool_init_task("tp-name")};
+  pool.wait();
+  auto const names = [] {
+    auto all = kvikio::test::thread_names();
+    std::vector<std::string> ours;
+    std::copy_if(all.begin(), all.end(), std::back_inserter(ours), [](auto const& n) {
+      return n.rfind("tp-name-", 0) == 0;
+    });
+    std::sort(ours.begin(), ours.end());
+    return ours;
+  };
+  // Each worker names itself as it starts: wait until all three have.
+  for (int i = 0; i < 500 && names().size() < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(names(), (std::vector<std::string>{"tp-name-0", "tp-name-1", "tp-name-2"}));
+  pool.reset(2);
+  for (int i = 0; i < 500 && names().size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(names(), (std::vector<std::string>{"tp-name-3", "tp-name-4"}));
+  pool.reset(1, kvikio::make_thread_pool_init_task("tp-other"));
+  for (int i = 0; i < 500 && kvikio::test::threads_named("tp-other-") < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(kvikio::test::threads_named("tp-other-0"), 1U);
+  EXPECT_EQ(kvikio::test::threads_named("tp-name-"), 0U);
+  // A task that throws costs no worker.
+  ThreadPool throwing{2, [] { throw std::runtime_error("set-up failed"); }};
+  EXPECT_EQ(throwing.submit_task([] { return 7; }).get(), 7);
+}
+
+TEST(ThreadPool, NameLongerThanLinuxKeepsIsCut)
+{
+  ThreadPool pool{1, kvikio::make_thread_pool_init_task("a-prefix-of-twenty-x")};
+  for (int i = 0; i < 500 && kvikio::test::threads_named("a-prefix-of-tw") < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(kvikio::test::threads_named("a-prefix-of-twe"), 1U);
+}

@@ -16,6 +16,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -34,6 +35,14 @@ void detach_overlapping_job(ThreadPool& pool, std::function<void()> job);
  * Tasks may submit further tasks. A task's exception reaches whoever waits on its future.
  * The destructor runs every task already submitted, then joins the threads.
  */
+/**
+ * @brief A task that names the thread it runs on "<prefix>-<N>" (`top -H`, `ps -L`, Nsight and
+ * py-spy show it), N counting from 0 over the threads this task named; for a ThreadPool's
+ * `init_task`. Linux keeps 15 characters of a name: keep `prefix` to 10 or fewer. Never throws
+ * when run: a name that cannot be set is left as it was.
+ */
+[[nodiscard]] std::function<void()> make_thread_pool_init_task(std::string prefix);
+
 class ThreadPool {
  public:
   /**
@@ -41,6 +50,13 @@ class ThreadPool {
    * @throws std::invalid_argument if `nthreads` is 0.
    */
   explicit ThreadPool(unsigned int nthreads = 1);
+  /**
+   * @brief Starts `nthreads` workers, each running `init_task` first (and so does every worker
+   * a later reset() starts), as `BS::thread_pool`'s constructor does; see
+   * make_thread_pool_init_task(). An exception `init_task` throws is ignored.
+   * @throws std::invalid_argument if `nthreads` is 0.
+   */
+  ThreadPool(unsigned int nthreads, std::function<void()> init_task);
   ~ThreadPool();
 
   ThreadPool(ThreadPool const&)            = delete;
@@ -95,6 +111,8 @@ class ThreadPool {
    * reports that size, and tasks submitted meanwhile run once the new threads start.
    */
   void reset(unsigned int nthreads);
+  /// @brief reset(), with `init_task` run first by every worker started from now on.
+  void reset(unsigned int nthreads, std::function<void()> init_task);
 
   /**
    * @brief Blocks until the queue is empty and no task is running.
@@ -129,6 +147,8 @@ class ThreadPool {
   static int const fork_handlers_registered;
 
   State* state_;
+  // Run first by every worker as it starts (its name); copied into each thread at its start.
+  std::function<void()> init_task_;
   // The size the pool was last given, once its threads all started: never 0, never a size a
   // resize is still reaching (or failed to reach). Read without the lock.
   std::atomic<unsigned int> thread_count_{0};

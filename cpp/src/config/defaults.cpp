@@ -21,6 +21,7 @@
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/shim/cufile.hpp>
+#include <kvikio/threadpool_wrapper.hpp>
 
 namespace kvikio {
 
@@ -34,7 +35,8 @@ struct State {
   // The pool starts with one thread and then takes the size the environment asks for: where a
   // limit on threads refuses that size, the library still works (the pool keeps one thread,
   // logged), and a size that fits can be set, instead of every call failing.
-  explicit State(detail::Settings s) : settings{std::move(s)}, pool{1}
+  explicit State(detail::Settings s)
+    : settings{std::move(s)}, pool{1, make_thread_pool_init_task("kvikio")}
   {
     for (auto const& [name, nearest] : detail::Settings::unknown_environment()) {
       KVIKIO_LOG_WARN(name,

@@ -6,10 +6,14 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -91,7 +95,18 @@ struct ThreadPool::State {
   std::mutex reset_mutex;  // serialises reset() against itself
 };
 
-ThreadPool::ThreadPool(unsigned int nthreads)
+std::function<void()> make_thread_pool_init_task(std::string prefix)
+{
+  auto counter = std::make_shared<std::atomic<unsigned int>>(0);
+  return [counter, prefix = std::move(prefix)]() noexcept {
+    std::array<char, 16> name{};  // Linux: 15 characters and the NUL
+    std::snprintf(name.data(), name.size(), "%s-%u", prefix.c_str(), counter->fetch_add(1));
+    (void)::pthread_setname_np(::pthread_self(), name.data());
+  };
+}
+
+ThreadPool::ThreadPool(unsigned int nthreads, std::function<void()> init_task)
+  : init_task_{std::move(init_task)}
 {
   check_thread_count(nthreads);
   state_ = new State();
@@ -106,6 +121,8 @@ ThreadPool::ThreadPool(unsigned int nthreads)
     throw;
   }
 }
+
+ThreadPool::ThreadPool(unsigned int nthreads) : ThreadPool(nthreads, {}) {}
 
 ThreadPool::~ThreadPool() { release(); }
 
@@ -158,6 +175,17 @@ void ThreadPool::reset(unsigned int nthreads)
                               "): could not start " + std::to_string(nthreads) +
                               " threads; the pool keeps its " + std::to_string(before));
   }
+}
+
+void ThreadPool::reset(unsigned int nthreads, std::function<void()> init_task)
+{
+  check_thread_count(nthreads);
+  {
+    // Read by start_locked() under the same lock, which a first task after fork() also takes.
+    std::lock_guard const lock{state_->mutex};
+    init_task_ = std::move(init_task);
+  }
+  reset(nthreads);
 }
 
 void ThreadPool::wait()
@@ -249,7 +277,15 @@ void ThreadPool::start_locked(State& state, unsigned int nthreads)
   state.threads.reserve(state.threads.size() + nthreads);
   for (unsigned int i = 0; i < nthreads; ++i) {
     try {
-      state.threads.emplace_back([this, &state] { worker_loop(state); });
+      state.threads.emplace_back([this, &state, init = init_task_] {
+        if (init) {
+          try {
+            init();
+          } catch (...) {  // a name or other set-up is no reason to lose a worker
+          }
+        }
+        worker_loop(state);
+      });
     } catch (std::system_error const& e) {
       throw std::system_error(e.code(),
                               "ThreadPool: could not start thread " + std::to_string(i + 1) +

@@ -19,6 +19,7 @@
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cufile.hpp>
+#include <kvikio/threadpool_wrapper.hpp>
 
 #include "core/in_flight.hpp"
 #include "io/file_state.hpp"
@@ -38,7 +39,11 @@ ThreadPool* block_device_pool(dev_t device)
   Pools* const pools = &built.get([] { return new Pools(); });
   std::lock_guard const lock{mutex};
   auto& pool = (*pools)[device];
-  if (!pool) { pool = std::make_unique<ThreadPool>(defaults::thread_pool_nthreads()); }
+  if (!pool) {
+    // Named as upstream names them; the index counts over every block device's pool.
+    static auto const name_thread = make_thread_pool_init_task("kvikio-blk");
+    pool = std::make_unique<ThreadPool>(defaults::thread_pool_nthreads(), name_thread);
+  }
   return pool.get();
 }
 

@@ -27,6 +27,7 @@
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cuda.hpp>
+#include <kvikio/threadpool_wrapper.hpp>
 #include <kvikio/utils.hpp>
 
 #include "core/renewed_at_fork.hpp"
@@ -197,7 +198,9 @@ void start_pinning_thread(Pin&& pin)
   (void)forgets_at_fork;
   pinning_threads.fetch_add(1);
   try {
+    static auto const name_thread = make_thread_pool_init_task("kvikio-pin");
     std::thread{[pin = std::forward<Pin>(pin)]() mutable {
+      name_thread();
       pin();
       pinning_threads.fetch_sub(1);
     }}.detach();

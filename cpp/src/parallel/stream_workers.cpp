@@ -16,6 +16,8 @@
 #include <thread>
 #include <utility>
 
+#include <kvikio/threadpool_wrapper.hpp>
+
 #include "core/renewed_at_fork.hpp"
 
 namespace kvikio::detail {
@@ -73,7 +75,11 @@ class StreamWorkers {
   // Under mutex_. @throws std::system_error if the thread cannot be started.
   void start_one_locked()
   {
-    std::thread{[this] { loop(); }}.detach();
+    static auto const name_thread = make_thread_pool_init_task("kvikio-strm");
+    std::thread{[this] {
+      name_thread();
+      loop();
+    }}.detach();
     ++workers_;
   }
 

@@ -19,6 +19,7 @@
 
 #include <kvikio/detail/curl.hpp>
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/threadpool_wrapper.hpp>
 
 #include "core/in_flight.hpp"
 #include "remote/multi_poll.hpp"
@@ -62,7 +63,11 @@ MultiPollTransport::Reactor::Reactor(std::size_t index,
 {
   open_multi();
   try {
-    thread_ = std::thread{[this] { run(); }};
+    static auto const name_thread = make_thread_pool_init_task("kvikio-poll");
+    thread_                       = std::thread{[this] {
+      name_thread();
+      run();
+    }};
   } catch (std::system_error const& e) {
     close_multi();
     throw std::system_error(e.code(),

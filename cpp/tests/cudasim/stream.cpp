@@ -8,6 +8,8 @@
  * onto its connections): an operation runs only once it is the oldest of its queue, so a stream
  * that waits holds up the work of the other streams behind it.
  */
+#include <pthread.h>
+
 #include <chrono>
 #include <map>
 #include <thread>
@@ -19,6 +21,8 @@ namespace {
 
 void run_worker(CUstream_st* stream)
 {
+  // Named, so that tests of the library's thread names can tell the simulator's apart.
+  (void)::pthread_setname_np(::pthread_self(), "cudasim-stream");
   auto& sim         = Simulator::get();
   auto const& knobs = sim.knobs();
   while (true) {

@@ -1,0 +1,67 @@
+/*
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * The names of this process's threads (/proc/self/task/<tid>/comm), for tests that every thread
+ * the library starts is named.
+ */
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace kvikio::test {
+
+/// The names of every thread but the main one.
+inline std::vector<std::string> thread_names()
+{
+  std::vector<std::string> names;
+  std::string const main = std::to_string(::getpid());
+  for (auto const& task : std::filesystem::directory_iterator{"/proc/self/task"}) {
+    if (task.path().filename() == main) { continue; }
+    std::ifstream comm{task.path() / "comm"};
+    std::string name;
+    std::getline(comm, name);
+    names.push_back(name);
+  }
+  return names;
+}
+
+/// How many threads have a name beginning with `prefix`.
+inline std::size_t threads_named(std::string const& prefix)
+{
+  auto const names = thread_names();
+  return static_cast<std::size_t>(std::count_if(
+    names.begin(), names.end(), [&](auto const& n) { return n.rfind(prefix, 0) == 0; }));
+}
+
+/**
+ * The threads named neither "kvikio-..." (the library's), "cudasim-..." (the simulator's) nor
+ * "iou-..." (io_uring's workers, which the kernel starts in the process and names).
+ * A thread names itself as it starts, so a snapshot may catch one just before: it is taken again
+ * until it holds none (or two seconds passed), and a thread that never names itself remains.
+ */
+inline std::vector<std::string> unnamed_threads()
+{
+  std::vector<std::string> unnamed;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    unnamed.clear();
+    for (auto const& name : thread_names()) {
+      if (name.rfind("kvikio-", 0) != 0 && name.rfind("cudasim-", 0) != 0 &&
+          name.rfind("iou-", 0) != 0) {
+        unnamed.push_back(name);
+      }
+    }
+    if (unnamed.empty()) { break; }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return unnamed;
+}
+
+}  // namespace kvikio::test
