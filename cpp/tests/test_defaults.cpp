@@ -4,7 +4,9 @@
  * The process-wide settings: documented defaults, setters that validate, the thread pool size,
  * and concurrent use.
  */
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -12,6 +14,8 @@
 #include <gtest/gtest.h>
 
 #include <kvikio/defaults.hpp>
+
+#include "common/thread_names.hpp"
 
 using kvikio::defaults;
 
@@ -205,3 +209,25 @@ TEST_F(Defaults, ConcurrentGettersAndSetters)
 }
 
 }  // namespace
+
+// The pool's threads are kvikio-0 to kvikio-(n-1), after every resize (as upstream's).
+TEST_F(Defaults, PoolThreadsAreNamedFromZeroAfterEachResize)
+{
+  for (unsigned int n : {3U, 2U}) {
+    kvikio::defaults::set_thread_pool_nthreads(n);
+    std::vector<std::string> expected;
+    for (unsigned int i = 0; i < n; ++i) {
+      expected.push_back("kvikio-" + std::to_string(i));
+    }
+    std::vector<std::string> names;
+    for (int attempt = 0; attempt < 500 && names != expected; ++attempt) {
+      names.clear();
+      for (auto const& name : kvikio::test::thread_names()) {
+        if (name.rfind("kvikio-", 0) == 0) { names.push_back(name); }
+      }
+      std::sort(names.begin(), names.end());
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    EXPECT_EQ(names, expected);
+  }
+}

@@ -45,7 +45,7 @@ struct State {
     }
     if (settings.thread_pool_nthreads == 1) { return; }
     try {
-      pool.reset(settings.thread_pool_nthreads);
+      pool.reset(settings.thread_pool_nthreads, make_thread_pool_init_task("kvikio"));
     } catch (std::system_error const& e) {
       KVIKIO_LOG_ERROR("KVIKIO_NTHREADS=",
                        settings.thread_pool_nthreads,
@@ -174,7 +174,8 @@ void defaults::set_thread_pool_nthreads(unsigned int nthreads)
             "number of threads",
             nthreads,
             detail::bounds::thread_pool_nthreads);
-  state().pool.reset(nthreads);
+  // Named afresh, as upstream's: the threads of a resized pool are kvikio-0 to kvikio-(n-1).
+  state().pool.reset(nthreads, make_thread_pool_init_task("kvikio"));
 }
 unsigned int defaults::num_threads() { return thread_pool_nthreads(); }
 void defaults::set_num_threads(unsigned int nthreads) { set_thread_pool_nthreads(nthreads); }

@@ -311,9 +311,15 @@ class CuFile:
         return self._async(self._handle.write_async, buf, stream, size, file_offset, dev_offset,
                            False)
 
-    # Upstream's names for the same stream-ordered calls.
-    raw_read_async = read_async
-    raw_write_async = write_async
+    def raw_read_async(self, buf, raw_stream, size: int | None = None, file_offset: int = 0,
+                       dev_offset: int = 0) -> IOFutureStream:
+        """Upstream's name of :meth:`read_async`, its stream argument named ``raw_stream``."""
+        return self.read_async(buf, raw_stream, size, file_offset, dev_offset)
+
+    def raw_write_async(self, buf, raw_stream, size: int | None = None, file_offset: int = 0,
+                        dev_offset: int = 0) -> IOFutureStream:
+        """Upstream's name of :meth:`write_async`, its stream argument named ``raw_stream``."""
+        return self.write_async(buf, raw_stream, size, file_offset, dev_offset)
 
     def raw_read(self, buf, size: int | None = None, file_offset: int = 0,
                  dev_offset: int = 0) -> int:

@@ -10,7 +10,7 @@ KeyError, as upstream's does.
 from __future__ import annotations
 
 import enum
-from typing import Any, NamedTuple, overload
+from typing import Any, Literal, NamedTuple, overload
 
 from kvikio import _lib
 from kvikio._buffers import unsigned
@@ -152,20 +152,49 @@ _SET_USAGE = (
 )
 
 
+# Upstream fixes these for the process once its reactors start, so its set() takes them one at a
+# time, returns None for them (no context manager: nothing to revert to) and refuses a dict
+# holding one. Here they may change at any time; set() answers as upstream's does.
+_PROCESS_LIFETIME_PROPERTIES = frozenset(
+    {"remote_io_num_reactors", "remote_io_reactor_dispatch", "remote_io_max_concurrent_requests"}
+)
+
+
 @overload
 def set(config: dict[str, Any], /) -> ConfigContextManager: ...
+
+
+@overload
+def set(
+    key: Literal["remote_io_num_reactors", "remote_io_reactor_dispatch",
+                 "remote_io_max_concurrent_requests"],
+    value: Any,
+    /,
+) -> None: ...
 
 
 @overload
 def set(key: str, value: Any, /) -> ConfigContextManager: ...
 
 
-def set(*config) -> ConfigContextManager:  # noqa: A001 - upstream's name
+def set(*config) -> ConfigContextManager | None:  # noqa: A001 - upstream's name
     """Sets ``set(name, value)`` or ``set({name: value, ...})`` now; used as a context manager,
-    restores the previous values on exit."""
+    restores the previous values on exit. ``remote_io_num_reactors``,
+    ``remote_io_reactor_dispatch`` and ``remote_io_max_concurrent_requests`` are set one at a
+    time, ``set(key, value)``, which returns None for them, as upstream's does."""
     if len(config) == 1 and isinstance(config[0], dict):
+        fixed = _PROCESS_LIFETIME_PROPERTIES.intersection(config[0])
+        if fixed:
+            raise ValueError(
+                f"{sorted(fixed)} are fixed for the process's remaining lifetime once the first "
+                "remote I/O has been issued, so they cannot be reverted and must be set "
+                "individually with kvikio.defaults.set(key, value), not as part of a dict."
+            )
         return ConfigContextManager(config[0])
     if len(config) == 2 and isinstance(config[0], str):
+        if config[0] in _PROCESS_LIFETIME_PROPERTIES:
+            _setting(config[0])[1](config[1])
+            return None
         return ConfigContextManager({config[0]: config[1]})
     raise ValueError(_SET_USAGE)
 

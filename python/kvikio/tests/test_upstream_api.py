@@ -47,8 +47,8 @@ UPSTREAM = {
     ("kvikio", "kvikio_deprecation_notice"): [("msg", "This function is deprecated."),
                                               ("since", _)],
     ("kvikio", "nsys_plugin_search_dir"): [],
-    ("kvikio", "stream_register"): [("stream", _), ("flags", _)],
-    ("kvikio", "stream_deregister"): [("stream", _)],
+    ("kvikio", "stream_register"): [("raw_stream", _), ("flags", _)],
+    ("kvikio", "stream_deregister"): [("raw_stream", _)],
     ("kvikio", "memory_register"): [("buf", _)],
     ("kvikio", "memory_deregister"): [("buf", _)],
     ("kvikio", "bounce_buffer_free"): [],
@@ -74,8 +74,8 @@ UPSTREAM = {
     ("kvikio.buffer", "memory_register"): [("buf", _)],
     ("kvikio.buffer", "memory_deregister"): [("buf", _)],
     ("kvikio.buffer", "bounce_buffer_free"): [],
-    ("kvikio.stream", "stream_register"): [("stream", _), ("flags", _)],
-    ("kvikio.stream", "stream_deregister"): [("stream", _)],
+    ("kvikio.stream", "stream_register"): [("raw_stream", _), ("flags", _)],
+    ("kvikio.stream", "stream_deregister"): [("raw_stream", _)],
     ("kvikio.cufile", "IOFuture"): None,
     ("kvikio.cufile", "IOFutureStream"): None,
     ("kvikio.numpy", "LikeWrapper"): [("like", _)],
@@ -99,9 +99,9 @@ METHODS = {
         "pwrite": [("buf", _), ("size", None), ("file_offset", 0), ("task_size", None)],
         "read": [("buf", _), ("size", None), ("file_offset", 0), ("task_size", None)],
         "write": [("buf", _), ("size", None), ("file_offset", 0), ("task_size", None)],
-        "raw_read_async": [("buf", _), ("stream", _), ("size", None), ("file_offset", 0),
+        "raw_read_async": [("buf", _), ("raw_stream", _), ("size", None), ("file_offset", 0),
                            ("dev_offset", 0)],
-        "raw_write_async": [("buf", _), ("stream", _), ("size", None), ("file_offset", 0),
+        "raw_write_async": [("buf", _), ("raw_stream", _), ("size", None), ("file_offset", 0),
                             ("dev_offset", 0)],
         "raw_read": [("buf", _), ("size", None), ("file_offset", 0), ("dev_offset", 0)],
         "raw_write": [("buf", _), ("size", None), ("file_offset", 0), ("dev_offset", 0)],
@@ -194,8 +194,17 @@ def test_defaults_with_compat_mode_and_context():
     with kvikio.defaults.set("remote_io_backend", kvikio.RemoteIOBackend.MULTI_POLL):
         assert kvikio.defaults.get("remote_io_backend") == kvikio.RemoteIOBackend.MULTI_POLL
     assert kvikio.defaults.get("remote_io_backend") == backend
-    with kvikio.defaults.set("remote_io_reactor_dispatch", kvikio.RemoteReactorDispatch.PER_PREAD):
-        assert kvikio.defaults.get("remote_io_reactor_dispatch").name == "PER_PREAD"
+    # The three keys upstream fixes once its reactors start: set one at a time, None back, and
+    # refused in a dict (upstream's words).
+    dispatch = kvikio.defaults.get("remote_io_reactor_dispatch")
+    for key, value in (("remote_io_reactor_dispatch", kvikio.RemoteReactorDispatch.PER_PREAD),
+                       ("remote_io_num_reactors", 3),
+                       ("remote_io_max_concurrent_requests", 77)):
+        assert kvikio.defaults.set(key, value) is None
+        assert kvikio.defaults.get(key) == value
+        with pytest.raises(ValueError, match=rf"\['{key}'\] are fixed for the process's remaining"):
+            kvikio.defaults.set({key: value, "task_size": 1 << 20})
+    kvikio.defaults.set("remote_io_reactor_dispatch", dispatch)
     with pytest.raises(KeyError):
         kvikio.defaults.set("set_task_size", 1)
     with pytest.raises(ValueError, match="Valid arguments are kvikio.defaults.set"):
@@ -399,12 +408,15 @@ def test_stream_registration_and_raw_async(device, tmp_path):
     data = pattern(1 << 16, 9)
     data.tofile(path)
     stream = device.stream()
-    kvikio.stream_register(stream, 0x0F)
-    kvikio.stream_deregister(stream)
+    kvikio.stream_register(raw_stream=stream, flags=0x0F)  # keywords as upstream names them
+    kvikio.stream_deregister(raw_stream=stream)
     out = device.empty(data.size)
     with kvikio.CuFile(path, "r") as f:
-        assert f.raw_read_async(out, stream).check_bytes_done() == data.size
+        assert f.raw_read_async(out, raw_stream=stream).check_bytes_done() == data.size
+        back = device.empty(data.size)
+        assert f.raw_read_async(back, stream, data.size - 1, 1).check_bytes_done() == data.size - 1
     np.testing.assert_array_equal(device.to_host(out), data)
+    np.testing.assert_array_equal(device.to_host(back)[: data.size - 1], data[1:])
 
 
 def test_nsys_plugin_search_dir():
