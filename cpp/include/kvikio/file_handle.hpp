@@ -282,6 +282,10 @@ class FileHandle {
                               off_t devPtr_offset,
                               CUstream stream);
   // The body of pread() and pwrite().
+  // check_allowed(), a refusal recorded as a failed operation where `observed`.
+  void check_allowed_observed(
+    Direction dir, bool host_memory, std::size_t offset, std::size_t size, bool observed) const;
+  // `observed`: the call is one observation (observation.hpp); false for a part of another call.
   std::future<std::size_t> parallel_transfer(Direction dir,
                                              void* buf,
                                              std::size_t size,
@@ -289,7 +293,8 @@ class FileHandle {
                                              std::size_t task_size,
                                              std::size_t gds_threshold,
                                              bool sync_default_stream,
-                                             ThreadPool* thread_pool);
+                                             ThreadPool* thread_pool,
+                                             bool observed = true);
   void check_open() const;
   void check_range(void const* buf,
                    std::size_t size,

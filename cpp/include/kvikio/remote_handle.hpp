@@ -25,6 +25,7 @@
 #include <kvikio/batch_read.hpp>
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/curl.hpp>
+#include <kvikio/detail/observation_recorder.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/stream.hpp>
 #include <kvikio/threadpool_wrapper.hpp>
@@ -374,6 +375,10 @@ class RemoteHandle {
   // A lease on the endpoint for one read (detail/in_flight.hpp). @throws std::runtime_error
   // for a moved-from handle.
   [[nodiscard]] std::shared_ptr<void> enter(char const* what) const;
+  // One read's observation (observation.hpp), or null when no monitor is registered.
+  [[nodiscard]] std::shared_ptr<detail::LogicalObservationRecorder> observe(bool device,
+                                                                            std::size_t file_offset,
+                                                                            std::size_t size) const;
   std::unique_ptr<RemoteEndpoint> endpoint_;
   std::size_t nbytes_;
   // nbytes_ as the server gave it at the open, or 0 where the caller gave the size: every range

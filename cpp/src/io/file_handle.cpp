@@ -16,6 +16,7 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/detail/observation_recorder.hpp>
 #include <kvikio/detail/utils.hpp>
 #include <kvikio/error.hpp>
 #include <kvikio/shim/cufile.hpp>
@@ -187,6 +188,7 @@ void FileHandle::check_open() const
 
 FileHandle::Lease FileHandle::enter(char const* what) const
 {
+  detail::expect_not_in_monitor();
   Lease lease = state_ == nullptr ? nullptr : state_->in_flight.enter();
   KVIKIO_EXPECT(
     lease != nullptr,

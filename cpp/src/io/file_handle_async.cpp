@@ -17,6 +17,7 @@
 #include <kvikio/shim/cufile.hpp>
 #include <kvikio/utils.hpp>
 
+#include "core/observed_promise.hpp"
 #include "io/file_state.hpp"
 #include "io/local_plan.hpp"
 #include "parallel/stream_ordered.hpp"
@@ -119,7 +120,14 @@ CUcontext FileHandle::async_transfer(Direction dir,
       return detail::host_transfer(
         *mover, reading, *state, file, {static_cast<std::byte*>(host), n, offset});
     },
-    detail::report_stream_ordered(bytes_p, std::move(error), what));
+    detail::finishing_observation(
+      detail::observe_call(IoBackend::POSIX,
+                           reading ? TransferDirection::READ : TransferDirection::WRITE,
+                           MemoryKind::DEVICE,
+                           file_offset,
+                           size,
+                           path_),
+      detail::report_stream_ordered(bytes_p, std::move(error), what)));
   return ctx;
 }
 

@@ -21,6 +21,7 @@
 #include <kvikio/error.hpp>
 #include <kvikio/file_utils.hpp>
 
+#include "core/observed_promise.hpp"
 #include "io/file_state.hpp"
 #include "io/local_plan.hpp"
 #include "io/mover/mover.hpp"
@@ -152,6 +153,15 @@ std::vector<std::future<std::size_t>> file_batch_read(std::span<FileReadRequest 
        [sources](
          std::size_t source, std::span<detail::SpanPiece const> pieces, std::size_t file_offset) {
          read_pieces(sources[source].file.fd, pieces, file_offset);
+       },
+     .observe =
+       [sources](detail::BatchRange const& r) {
+         return detail::observe_call(IoBackend::POSIX,
+                                     TransferDirection::READ,
+                                     r.context == nullptr ? MemoryKind::HOST : MemoryKind::DEVICE,
+                                     r.range.file_offset,
+                                     r.range.size,
+                                     sources[r.source].handle->path_);
        }});
 }
 

@@ -20,6 +20,7 @@
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
 
+#include "core/observed_promise.hpp"
 #include "core/worker_leftovers.hpp"
 #include "io/cufile/cufile_io.hpp"
 #include "io/file_state.hpp"
@@ -81,9 +82,10 @@ std::size_t device_transfer(detail::ByteMover* mover,
 // A transfer done on the calling thread: its result, or its error, in a ready future, as a pool
 // task's would be.
 template <typename Transfer>
-std::future<std::size_t> done_here(Transfer&& transfer)
+std::future<std::size_t> done_here(Transfer&& transfer,
+                                   std::shared_ptr<detail::LogicalObservationRecorder> recorder)
 {
-  std::promise<std::size_t> done;
+  detail::ObservedPromise done{std::move(recorder)};
   try {
     done.set_value(transfer());
   } catch (...) {
@@ -92,7 +94,42 @@ std::future<std::size_t> done_here(Transfer&& transfer)
   return done.get_future();
 }
 
+// One call's observation: POSIX for host memory, as upstream reports it, GDS where cuFile moves
+// device memory.
+std::shared_ptr<detail::LogicalObservationRecorder> observe(bool reading,
+                                                            bool host_memory,
+                                                            bool cufile,
+                                                            std::size_t offset,
+                                                            std::size_t size,
+                                                            std::string_view path)
+{
+  return detail::observe_call(cufile && !host_memory ? IoBackend::GDS : IoBackend::POSIX,
+                              reading ? TransferDirection::READ : TransferDirection::WRITE,
+                              host_memory ? MemoryKind::HOST : MemoryKind::DEVICE,
+                              offset,
+                              size,
+                              path);
+}
+
 }  // namespace
+
+void FileHandle::check_allowed_observed(
+  Direction dir, bool host_memory, std::size_t offset, std::size_t size, bool observed) const
+{
+  try {
+    check_allowed(dir);
+  } catch (...) {
+    // Arguments were fine: the I/O itself is refused, an operation that failed (as upstream's,
+    // whose pwrite on a read-only descriptor fails).
+    if (observed) {
+      if (auto recorder =
+            observe(dir == Direction::read, host_memory, false, offset, size, path_)) {
+        recorder->finish_with_failure();
+      }
+    }
+    throw;
+  }
+}
 
 std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
                                                        void* buf,
@@ -101,16 +138,17 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
                                                        std::size_t task_size,
                                                        std::size_t gds_threshold,
                                                        bool sync_default_stream,
-                                                       ThreadPool* thread_pool)
+                                                       ThreadPool* thread_pool,
+                                                       bool observed)
 {
   bool const reading     = dir == Direction::read;
   char const* const what = reading ? "FileHandle::pread" : "FileHandle::pwrite";
   // Held by every task (each copy of the operations below) until the last one is done.
   Lease lease = enter(what);
   check_range(buf, size, file_offset, what);
-  check_allowed(dir);
   KVIKIO_EXPECT(
     task_size > 0, "`task_size` must be positive (FileHandle got 0)", std::invalid_argument);
+  check_allowed_observed(dir, is_host_memory(buf), file_offset, size, observed);
   ThreadPool* const pool = pool_for(thread_pool);
   if (size == 0) { return make_ready_future<std::size_t>(0); }
   auto* const state      = state_.get();
@@ -124,31 +162,41 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
     std::size_t const now = get_file_size(file.fd);
     if (file_offset + size > now) {
       std::size_t const exist = now > file_offset ? now - file_offset : 0;
-      return done_here([&]() -> std::size_t {
-        if (exist > 0) {
-          (void)parallel_transfer(dir,
-                                  buf,
-                                  exist,
-                                  file_offset,
-                                  task_size,
-                                  gds_threshold,
-                                  sync_default_stream,
-                                  thread_pool)
-            .get();
-        }
-        detail::throw_read_past_end(file.fd, size, file_offset);
-      });
+      auto recorder           = observed
+                                  ? observe(reading, false, file.cufile != nullptr, file_offset, size, path_)
+                                  : nullptr;
+      return done_here(
+        [&]() -> std::size_t {
+          if (exist > 0) {
+            (void)parallel_transfer(dir,
+                                    buf,
+                                    exist,
+                                    file_offset,
+                                    task_size,
+                                    gds_threshold,
+                                    sync_default_stream,
+                                    thread_pool,
+                                    false)
+              .get();
+          }
+          detail::throw_read_past_end(file.fd, size, file_offset);
+        },
+        std::move(recorder));
     }
   }
   auto const plan =
     detail::plan_local_transfer(reading, host_memory, size, task_size, gds_threshold, *pool, file);
   detail::ByteMover* const mover = plan.mover;
+  auto recorder =
+    observed ? observe(reading, host_memory, mover == nullptr, file_offset, size, path_) : nullptr;
   if (host_memory) {
     auto* const bytes = static_cast<std::byte*>(buf);
     if (plan.strategy == detail::LocalStrategy::on_caller) {
-      return done_here([&] {
-        return detail::host_transfer(*mover, reading, *state, file, {bytes, size, file_offset});
-      });
+      return done_here(
+        [&] {
+          return detail::host_transfer(*mover, reading, *state, file, {bytes, size, file_offset});
+        },
+        std::move(recorder));
     }
     return parallel_io(
       [lease, mover, reading, state, file, bytes](
@@ -160,17 +208,20 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
       file_offset,
       plan.task_size,
       pool,
-      plan.alignment);
+      plan.alignment,
+      std::move(recorder));
   }
   CUcontext ctx = get_context_from_pointer(buf);
   if (plan.strategy == detail::LocalStrategy::on_caller) {
-    return done_here([&] {
-      return device_transfer(
-        mover, reading, *state, file, ctx, buf, size, file_offset, 0, sync_default_stream);
-    });
+    return done_here(
+      [&] {
+        return device_transfer(
+          mover, reading, *state, file, ctx, buf, size, file_offset, 0, sync_default_stream);
+      },
+      std::move(recorder));
   }
   if (plan.strategy == detail::LocalStrategy::overlapped) {
-    auto done   = std::make_shared<std::promise<std::size_t>>();
+    auto done   = std::make_shared<detail::ObservedPromise>(std::move(recorder));
     auto future = done->get_future();
     detail::detach_overlapping_job(
       *pool, [lease, mover, file, ctx, buf, size, file_offset, done]() noexcept {
@@ -191,7 +242,8 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
         return detail::read_to_device(*mover, file, buf, 0, file_offset, *cursor, chunks);
       },
       plan.workers,
-      pool);
+      pool,
+      std::move(recorder));
   }
   if (sync_default_stream && mover == nullptr) {  // once per call, not per task
     PushAndPopContext const context{ctx};
@@ -213,7 +265,8 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
     file_offset,
     plan.task_size,
     pool,
-    plan.alignment);
+    plan.alignment,
+    std::move(recorder));
 }
 
 std::size_t FileHandle::sync_transfer(Direction dir,
@@ -227,10 +280,18 @@ std::size_t FileHandle::sync_transfer(Direction dir,
   char const* const what = reading ? "FileHandle::read" : "FileHandle::write";
   Lease const lease      = enter(what);
   check_range(devPtr_base, size, file_offset, what);
-  check_allowed(dir);
+  check_allowed_observed(dir, false, file_offset, size, true);
   if (size == 0) { return 0; }
   auto const file = local_file(dir, defaults::thread_pool_nthreads());
-  return device_transfer(
+  // Reported as device memory, as upstream reports this device API whatever the pointer.
+  detail::LogicalObservationRecorder recorder{
+    file.cufile != nullptr ? IoBackend::GDS : IoBackend::POSIX,
+    reading ? TransferDirection::READ : TransferDirection::WRITE,
+    MemoryKind::DEVICE,
+    file_offset,
+    size,
+    path_};
+  std::size_t const moved = device_transfer(
     file.cufile != nullptr ? nullptr : &detail::host_mover(reading, size, file.pool_threads),
     reading,
     *state_,
@@ -241,6 +302,8 @@ std::size_t FileHandle::sync_transfer(Direction dir,
     file_offset,
     devPtr_offset,
     sync_default_stream);
+  recorder.finish(moved);
+  return moved;
 }
 
 std::size_t FileHandle::read(void* devPtr_base,

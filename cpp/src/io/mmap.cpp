@@ -27,6 +27,7 @@
 #include <kvikio/utils.hpp>
 
 #include "core/in_flight.hpp"
+#include "core/observed_promise.hpp"
 #include "cuda/stream_cache.hpp"
 
 namespace kvikio {
@@ -308,9 +309,15 @@ std::size_t MmapHandle::read(void* buf, std::optional<std::size_t> size, std::si
   KVIKIO_NVTX_FUNC_RANGE();
   auto const lease    = enter();
   std::size_t const n = checked_size(size, offset, buf);
-  if (n > 0) {
-    copy_out(mapped_range(), static_cast<std::byte*>(buf), n, offset, !is_host_memory(buf));
-  }
+  bool const device   = n > 0 && !is_host_memory(buf);
+  detail::LogicalObservationRecorder recorder{IoBackend::MMAP,
+                                              TransferDirection::READ,
+                                              device ? MemoryKind::DEVICE : MemoryKind::HOST,
+                                              offset,
+                                              n,
+                                              path_};
+  if (n > 0) { copy_out(mapped_range(), static_cast<std::byte*>(buf), n, offset, device); }
+  recorder.finish(n);
   return n;
 }
 
@@ -334,7 +341,14 @@ std::future<std::size_t> MmapHandle::pread(void* buf,
     n,
     offset,
     task_size,
-    thread_pool);
+    thread_pool,
+    0,
+    detail::observe_call(IoBackend::MMAP,
+                         TransferDirection::READ,
+                         device ? MemoryKind::DEVICE : MemoryKind::HOST,
+                         offset,
+                         n,
+                         path_));
 }
 
 detail::MappedRange MmapHandle::mapped_range() const
@@ -344,6 +358,7 @@ detail::MappedRange MmapHandle::mapped_range() const
 
 std::shared_ptr<void> MmapHandle::enter() const
 {
+  detail::expect_not_in_monitor();
   auto lease = in_flight_ == nullptr ? nullptr : in_flight_->enter();
   KVIKIO_EXPECT(lease != nullptr, "Cannot read from a closed MmapHandle", std::runtime_error);
   return lease;

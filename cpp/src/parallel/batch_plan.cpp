@@ -21,6 +21,7 @@
 #include <kvikio/shim/cuda.hpp>
 #include <kvikio/utils.hpp>
 
+#include "core/observed_promise.hpp"
 #include "cuda/stream_cache.hpp"
 
 namespace kvikio::detail {
@@ -219,7 +220,7 @@ std::vector<std::future<std::size_t>> run_batch(std::span<BatchRange const> rang
   // work instead of delaying it.
   struct Merged {
     BatchRun const* run;
-    std::shared_ptr<std::vector<std::promise<std::size_t>>> promises;
+    std::shared_ptr<std::vector<ObservedPromise>> promises;
   };
   std::vector<Merged> merged;
   for (auto const& run : runs) {
@@ -228,11 +229,14 @@ std::vector<std::future<std::size_t>> run_batch(std::span<BatchRange const> rang
       shared = std::make_shared<Shared>(
         Shared{std::vector<BatchRange>(ranges.begin(), ranges.end()), readers});
     }
-    merged.push_back(
-      {&run, std::make_shared<std::vector<std::promise<std::size_t>>>(run.members.size())});
-    for (std::size_t m = 0; m < run.members.size(); ++m) {
-      futures[run.members[m]] = (*merged.back().promises)[m].get_future();
+    auto promises = std::make_shared<std::vector<ObservedPromise>>();
+    promises->reserve(run.members.size());
+    for (std::size_t const member : run.members) {
+      promises->emplace_back(
+        readers.observe && monitoring_enabled() ? readers.observe(ranges[member]) : nullptr);
+      futures[member] = promises->back().get_future();
     }
+    merged.push_back({&run, std::move(promises)});
   }
   for (auto const& m : merged) {
     auto const& promises = m.promises;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <future>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -16,6 +17,7 @@
 #include <cuda.h>
 
 #include <kvikio/batch_read.hpp>
+#include <kvikio/detail/observation_recorder.hpp>
 #include <kvikio/error.hpp>
 
 namespace kvikio::detail {
@@ -82,6 +84,9 @@ struct BatchReaders {
   std::function<void(
     std::size_t source, std::span<SpanPiece const> pieces, std::size_t file_offset)>
     read_pieces{};
+  /// A range's observation as the member of a merged span (observation.hpp; a range read alone
+  /// is its pread's), or null when no monitor is registered.
+  std::function<std::shared_ptr<LogicalObservationRecorder>(BatchRange const& r)> observe{};
 };
 
 /**

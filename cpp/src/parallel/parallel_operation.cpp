@@ -13,6 +13,8 @@
 #include <kvikio/detail/nvtx.hpp>
 #include <kvikio/error.hpp>
 
+#include "core/observed_promise.hpp"
+
 namespace kvikio {
 namespace {
 
@@ -20,8 +22,12 @@ namespace {
 // the future ready.
 template <typename Operation>
 struct Gather {
+  explicit Gather(std::shared_ptr<detail::LogicalObservationRecorder> recorder)
+    : promise{std::move(recorder)}
+  {
+  }
   Operation op;
-  std::promise<std::size_t> promise;
+  detail::ObservedPromise promise;
   std::atomic<std::size_t> remaining{0};
   std::atomic<std::size_t> total{0};
   std::mutex mutex;
@@ -51,9 +57,11 @@ struct Gather {
 // holds) is freed with the task. (A packaged_task's future would keep the operation alive while
 // the caller keeps the future, and closing the handle would wait for that.)
 template <typename F>
-std::future<std::size_t> submit_one(ThreadPool* pool, F fn)
+std::future<std::size_t> submit_one(ThreadPool* pool,
+                                    F fn,
+                                    std::shared_ptr<detail::LogicalObservationRecorder> recorder)
 {
-  std::promise<std::size_t> promise;
+  detail::ObservedPromise promise{std::move(recorder)};
   auto future = promise.get_future();
   pool->detach_task([fn = std::move(fn), promise = std::move(promise)]() mutable {
     try {
@@ -73,7 +81,8 @@ std::future<std::size_t> parallel_io(ChunkOperation op,
                                      std::size_t file_offset,
                                      std::size_t task_size,
                                      ThreadPool* pool,
-                                     std::size_t alignment)
+                                     std::size_t alignment,
+                                     std::shared_ptr<detail::LogicalObservationRecorder> recorder)
 {
   KVIKIO_EXPECT(
     task_size > 0, "`task_size` must be positive (parallel_io got 0)", std::invalid_argument);
@@ -87,11 +96,13 @@ std::future<std::size_t> parallel_io(ChunkOperation op,
   }
   std::size_t const tasks = 1 + (size - first + task_size - 1) / task_size;
   if (tasks == 1) {  // the task's own future: nothing to gather
-    return submit_one(pool,
-                      [op = std::move(op), size, file_offset] { return op(0, size, file_offset); });
+    return submit_one(
+      pool,
+      [op = std::move(op), size, file_offset] { return op(0, size, file_offset); },
+      std::move(recorder));
   }
 
-  auto gather       = std::make_shared<Gather<ChunkOperation>>();
+  auto gather       = std::make_shared<Gather<ChunkOperation>>(std::move(recorder));
   gather->op        = std::move(op);
   gather->remaining = tasks;
   auto future       = gather->promise.get_future();
@@ -109,14 +120,15 @@ namespace detail {
 
 std::future<std::size_t> parallel_workers(std::function<std::size_t()> work,
                                           std::size_t workers,
-                                          ThreadPool* pool)
+                                          ThreadPool* pool,
+                                          std::shared_ptr<LogicalObservationRecorder> recorder)
 {
   KVIKIO_EXPECT(pool != nullptr, "The thread pool must not be nullptr (parallel_workers)");
   if (workers == 0) { return make_ready_future<std::size_t>(0); }
   if (workers == 1) {  // the task's own future: nothing to gather
-    return submit_one(pool, std::move(work));
+    return submit_one(pool, std::move(work), std::move(recorder));
   }
-  auto gather       = std::make_shared<Gather<std::function<std::size_t()>>>();
+  auto gather       = std::make_shared<Gather<std::function<std::size_t()>>>(std::move(recorder));
   gather->op        = std::move(work);
   gather->remaining = workers;
   auto future       = gather->promise.get_future();

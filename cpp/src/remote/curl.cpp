@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,9 +23,11 @@
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/env.hpp>
 #include <kvikio/detail/utils.hpp>
+#include <kvikio/statistics/counters.hpp>
 
 #include "remote/message_redaction.hpp"
 #include "remote/request_fields.hpp"
+#include "remote/retry_rule.hpp"
 
 namespace kvikio {
 
@@ -183,15 +186,47 @@ CURLcode CurlHandle::try_perform() noexcept
   return curl_easy_perform(handle_.get());
 }
 
-void CurlHandle::perform()
+void CurlHandle::perform() { perform({}); }
+
+void CurlHandle::perform(std::function<void()> const& on_retry)
 {
-  CURLcode const code = try_perform();
+  bool first                = true;
+  std::string const request = source_.empty() ? "a transfer" : "the transfer of " + source_;
+  CURLcode const code       = detail::perform_retrying(*this, request, [&] {
+    if (!first && on_retry) { on_retry(); }
+    first = false;
+  });
   if (code != CURLE_OK) {
     throw std::runtime_error(
       "curl_easy_perform() error (" + error_message(code) + ")" +
       (source_.empty() ? std::string{} : " [KvikIO: handle of " + source_ + "]"));
   }
 }
+
+void detail::count_http_connection_of(void* curl_easy_handle) noexcept
+{
+  auto* const easy = static_cast<CURL*>(curl_easy_handle);
+  long connects    = 0;
+  if (curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &connects) != CURLE_OK || connects <= 0) {
+    return;  // the transfer reused a connection: no handshake to count
+  }
+  auto const reading = [&](CURLINFO info) -> curl_off_t {  // microseconds
+    curl_off_t value = 0;
+    return curl_easy_getinfo(easy, info, &value) == CURLE_OK && value > 0 ? value : 0;
+  };
+  curl_off_t const dns = reading(CURLINFO_NAMELOOKUP_TIME_T);
+  curl_off_t const tcp = reading(CURLINFO_CONNECT_TIME_T);
+  curl_off_t const tls = reading(CURLINFO_APPCONNECT_TIME_T);
+  using std::chrono::microseconds;
+  count_http_connection(static_cast<std::uint64_t>(connects),
+                        microseconds{dns},
+                        microseconds{tcp > dns ? tcp - dns : 0},
+                        microseconds{tls > tcp ? tls - tcp : 0});
+}
+
+std::string CurlHandle::error_message() const { return std::string{error_}; }
+
+void CurlHandle::clear_error_message() noexcept { error_[0] = '\0'; }
 
 long CurlHandle::status() const noexcept
 {

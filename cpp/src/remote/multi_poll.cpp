@@ -96,10 +96,12 @@ std::size_t MultiPollTransport::num_reactors() const
   return reactors_.size();
 }
 
-std::future<std::size_t> MultiPollTransport::pread(RemoteEndpoint& endpoint,
-                                                   std::size_t object_size,
-                                                   Destination const& to,
-                                                   std::shared_ptr<void> lease)
+std::future<std::size_t> MultiPollTransport::pread(
+  RemoteEndpoint& endpoint,
+  std::size_t object_size,
+  Destination const& to,
+  std::shared_ptr<void> lease,
+  std::shared_ptr<LogicalObservationRecorder> recorder)
 {
   std::byte* const buf           = to.buf;
   std::size_t const size         = to.size;
@@ -107,8 +109,9 @@ std::future<std::size_t> MultiPollTransport::pread(RemoteEndpoint& endpoint,
   std::size_t const task_size    = to.task_size;
   CUcontext const device_context = to.device_context;
   KVIKIO_NVTX_FUNC_RANGE();
-  std::size_t const chunks     = (size + task_size - 1) / task_size;
-  auto completion              = std::make_shared<PreadCompletion>(chunks, size, std::move(lease));
+  std::size_t const chunks = (size + task_size - 1) / task_size;
+  auto completion =
+    std::make_shared<PreadCompletion>(chunks, size, std::move(lease), std::move(recorder));
   auto future                  = completion->future();
   std::size_t const n_reactors = defaults::remote_io_num_reactors();
   std::size_t const total      = defaults::remote_io_max_concurrent_requests();

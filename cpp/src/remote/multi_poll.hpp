@@ -12,6 +12,7 @@
 
 #include <cuda.h>
 
+#include <kvikio/detail/observation_recorder.hpp>
 #include <kvikio/remote_handle.hpp>
 
 namespace kvikio::detail {
@@ -54,12 +55,14 @@ class MultiPollTransport {
    * ended). `endpoint` and `to.buf` must live until then; `lease` (a RemoteHandle's,
    * detail/in_flight.hpp) is held until no chunk uses the endpoint any more, just before the
    * future is made ready; once its handle is closing, chunks are not retried and a stalled one is
-   * cut (RangeRequest).
+   * cut (RangeRequest). With a `recorder` (the pread's observation), the chunk that ends the pread
+   * finishes it before the future becomes ready.
    */
   std::future<std::size_t> pread(RemoteEndpoint& endpoint,
                                  std::size_t object_size,
                                  Destination const& to,
-                                 std::shared_ptr<void> lease = nullptr);
+                                 std::shared_ptr<void> lease                          = nullptr,
+                                 std::shared_ptr<LogicalObservationRecorder> recorder = nullptr);
 
   /**
    * @brief Stops the reactors. Transfers in flight or queued fail with an error that says so;

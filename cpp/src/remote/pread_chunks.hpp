@@ -19,6 +19,7 @@
 #include <kvikio/detail/curl.hpp>
 
 #include "core/in_flight.hpp"
+#include "core/observed_promise.hpp"
 #include "remote/multi_poll.hpp"
 #include "remote/range_request.hpp"
 #include "remote/sink.hpp"
@@ -32,8 +33,15 @@ using Clock = std::chrono::steady_clock;
 /// so no chunk still writes into the caller's buffer when the future is ready.
 class PreadCompletion {
  public:
-  PreadCompletion(std::size_t chunks, std::size_t total, std::shared_ptr<void> lease)
-    : remaining_{chunks}, total_{total}, owner_{InFlight::owner_of(lease)}, lease_{std::move(lease)}
+  PreadCompletion(std::size_t chunks,
+                  std::size_t total,
+                  std::shared_ptr<void> lease,
+                  std::shared_ptr<LogicalObservationRecorder> recorder)
+    : remaining_{chunks},
+      total_{total},
+      owner_{InFlight::owner_of(lease)},
+      lease_{std::move(lease)},
+      promise_{std::move(recorder)}
   {
   }
   /// The handle's tracker the chunks' requests watch for closing (null: none).
@@ -59,7 +67,7 @@ class PreadCompletion {
   std::exception_ptr error_;
   InFlight const* owner_;
   std::shared_ptr<void> lease_;  // the caller's lease on the endpoint (detail/in_flight.hpp)
-  std::promise<std::size_t> promise_;
+  ObservedPromise promise_;      // finishes the pread's observation, if any, first
 };
 
 /// One chunk of a pread, as its reactor drives it.

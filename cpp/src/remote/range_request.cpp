@@ -5,6 +5,7 @@
 #include <string>
 
 #include <kvikio/detail/url.hpp>
+#include <kvikio/statistics/counters.hpp>
 
 #include "remote/range_request.hpp"
 
@@ -92,6 +93,7 @@ std::optional<std::chrono::milliseconds> RangeRequest::outcome(CurlHandle const&
   if (code == CURLE_ABORTED_BY_CALLBACK && owner_ != nullptr && owner_->closing()) {
     throw ended_by_close();
   }
+  count_http_connection_of(curl.get());  // every attempt, on both transports
   long const status = curl.status();
   if (sink_.error()) { std::rethrow_exception(sink_.error()); }
   if (sink_.wrong_range()) {

@@ -16,9 +16,11 @@
 #include <kvikio/error.hpp>
 #include <kvikio/hdfs.hpp>
 #include <kvikio/parallel_operation.hpp>
+#include <kvikio/statistics/counters.hpp>
 #include <kvikio/utils.hpp>
 
 #include "core/in_flight.hpp"
+#include "core/observed_promise.hpp"
 #include "parallel/batch_plan.hpp"
 #include "parallel/stream_ordered.hpp"
 #include "remote/multi_poll.hpp"
@@ -28,6 +30,14 @@
 
 namespace kvikio {
 namespace {
+
+// An object's size asked of its server (HEAD, a one-byte range, GETFILESTATUS): counted and
+// timed in the process's statistics, also when it fails.
+std::size_t probe_size(RemoteEndpoint& endpoint)
+{
+  detail::ScopedTimer const timer{detail::count_remote_size_probe};
+  return endpoint.get_file_size();
+}
 
 std::string type_name(RemoteEndpointType t)
 {
@@ -159,7 +169,7 @@ RemoteHandle RemoteHandle::open(std::string const& url,
       // may be public.
       try {
         endpoint        = make(candidate);
-        auto const size = endpoint->get_file_size();
+        auto const size = probe_size(*endpoint);
         if (!nbytes) { nbytes = size; }
       } catch (detail::UnsafeRequestField const&) {
         throw;  // a malformed credential is the caller's error, not a sign of a public object
@@ -214,7 +224,7 @@ RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint)
   : endpoint_{std::move(endpoint)}, nbytes_{0}, in_flight_{std::make_unique<detail::InFlight>()}
 {
   KVIKIO_EXPECT(endpoint_ != nullptr, "RemoteHandle: null endpoint", std::invalid_argument);
-  nbytes_      = endpoint_->get_file_size();
+  nbytes_      = probe_size(*endpoint_);
   served_size_ = nbytes_;
 }
 
@@ -248,6 +258,7 @@ RemoteHandle::~RemoteHandle() noexcept
 
 std::shared_ptr<void> RemoteHandle::enter(char const* what) const
 {
+  detail::expect_not_in_monitor();
   auto lease = in_flight_ == nullptr ? nullptr : in_flight_->enter();
   KVIKIO_EXPECT(lease != nullptr, std::string{what} + ": the RemoteHandle was moved from");
   return lease;
@@ -275,8 +286,30 @@ std::size_t RemoteHandle::read(void* buf, std::size_t size, std::size_t file_off
   if (size == 0) { return 0; }
   KVIKIO_EXPECT(buf != nullptr, "RemoteHandle::read: null buffer", std::invalid_argument);
   CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
-  return read_range(
-    *endpoint_, served_size_, backend(), buf, size, file_offset, device_context, lease);
+  auto const recorder            = observe(device_context != nullptr, file_offset, size);
+  std::size_t const n =
+    read_range(*endpoint_, served_size_, backend(), buf, size, file_offset, device_context, lease);
+  if (recorder) { recorder->finish(n); }
+  return n;
+}
+
+std::shared_ptr<detail::LogicalObservationRecorder> RemoteHandle::observe(bool device,
+                                                                          std::size_t file_offset,
+                                                                          std::size_t size) const
+{
+  if (!detail::monitoring_enabled()) { return nullptr; }
+  // The URL without its query or user information (a presigned signature, a password).
+  std::string source = detail::url_for_message(endpoint_->str());
+  source             = source.substr(0, source.find('?'));
+  return detail::observe_call(remote_endpoint_type() == RemoteEndpointType::WEBHDFS
+                                ? IoBackend::REMOTE_HDFS
+                                : IoBackend::REMOTE_HTTP,
+                              TransferDirection::READ,
+                              device ? MemoryKind::DEVICE : MemoryKind::HOST,
+                              file_offset,
+                              size,
+                              source,
+                              "GET");
 }
 
 std::future<std::size_t> RemoteHandle::pread(void* buf,
@@ -290,17 +323,18 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
   check_in_range("RemoteHandle::pread", size, file_offset);
   KVIKIO_EXPECT(
     buf != nullptr || size == 0, "RemoteHandle::pread: null buffer", std::invalid_argument);
+  KVIKIO_EXPECT(task_size > 0,
+                "`task_size` must be positive (RemoteHandle::pread got 0)",
+                std::invalid_argument);
   auto* const bytes = static_cast<std::byte*>(buf);
   if (backend() == RemoteBackendType::LIBCURL_MULTI_POLL && size > 0) {
-    KVIKIO_EXPECT(task_size > 0,
-                  "`task_size` must be positive (RemoteHandle::pread got 0)",
-                  std::invalid_argument);
     CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
     return detail::MultiPollTransport::instance().pread(
       *endpoint_,
       served_size_,
       {bytes, size, file_offset, task_size, device_context},
-      std::move(lease));
+      std::move(lease),
+      observe(device_context != nullptr, file_offset, size));
   }
   return parallel_io(
     [lease, endpoint = endpoint_.get(), served_size = served_size_, backend = backend(), bytes](
@@ -313,7 +347,9 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
     size,
     file_offset,
     task_size,
-    thread_pool);
+    thread_pool,
+    0,
+    size > 0 ? observe(!is_host_memory(buf), file_offset, size) : nullptr);
 }
 
 StreamFuture RemoteHandle::read_async(void* devPtr,
@@ -349,7 +385,9 @@ StreamFuture RemoteHandle::read_async(void* devPtr,
       void* host, std::size_t n, std::size_t offset) {
       return read_range(*endpoint, served_size, backend, host, n, offset, nullptr, lease);
     },
-    detail::report_stream_ordered(bytes_p, future.error_, "RemoteHandle::read_async"));
+    detail::finishing_observation(
+      observe(true, file_offset, size),
+      detail::report_stream_ordered(bytes_p, future.error_, "RemoteHandle::read_async")));
   return future;
 }
 
@@ -402,6 +440,11 @@ std::vector<std::future<std::size_t>> remote_batch_read(std::span<RemoteReadRequ
          auto const& s = sources[source];
          (void)read_range(
            *s.endpoint, s.served_size, s.backend, host, size, file_offset, nullptr, s.lease);
+       },
+     .observe =
+       [sources](detail::BatchRange const& r) {
+         return sources[r.source].handle->observe(
+           r.context != nullptr, r.range.file_offset, r.range.size);
        }});
 }
 

@@ -8,6 +8,7 @@
 
 #include <kvikio/defaults.hpp>
 #include <kvikio/detail/logger.hpp>
+#include <kvikio/statistics/counters.hpp>
 
 #include "remote/retry_rule.hpp"
 
@@ -55,6 +56,7 @@ std::chrono::milliseconds RetryRule::next_attempt(CURLcode code, long status)
                              "]");
   }
   auto const delay = retry_backoff(attempt_);
+  count_http_retry(delay);
   Logger::instance().notice(LogLevel::warn,
                             "KvikIO: " + (timeout ? std::string{"Timeout error."} : reason) +
                               " Retrying after " + std::to_string(delay.count()) + "ms (attempt " +
@@ -81,6 +83,7 @@ CURLcode perform_retrying(CurlHandle& curl,
   while (true) {
     if (before_attempt) { before_attempt(); }
     CURLcode const code = curl.try_perform();
+    count_http_connection_of(curl.get());
     if (rule.retry_after_releasing_descriptors(curl, code)) { continue; }
     if (!rule.retryable(code, curl.status())) { return code; }
     std::this_thread::sleep_for(rule.next_attempt(code, curl.status()));

@@ -35,6 +35,7 @@ from kvikio.remote_file import (
     infer_remote_endpoint_type,
     is_remote_file_available,
 )
+from kvikio.statistics import Summary, SummaryMonitor
 from kvikio.stream import stream_deregister, stream_register
 from kvikio.utils import kvikio_deprecation_notice
 
@@ -54,6 +55,8 @@ __all__ = [
     "nsys_plugin_search_dir",
     "RemoteEndpointType",
     "RemoteFile",
+    "Summary",
+    "SummaryMonitor",
     "stream_register",
     "stream_deregister",
     "memory_register",

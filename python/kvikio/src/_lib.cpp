@@ -43,6 +43,8 @@
 #include <kvikio/utils.hpp>
 #include <kvikio/version_config.hpp>
 
+#include "statistics.hpp"
+
 namespace py = pybind11;
 
 namespace {
@@ -681,4 +683,5 @@ PYBIND11_MODULE(_lib, m)
   bind_file_utils(m);
   bind_cufile_driver(m);
   bind_ipc(m);
+  bind_statistics(m);
 }

@@ -97,10 +97,17 @@ class CurlHandle {
   void append_header(std::string const& header);
 
   /**
-   * @brief Runs the transfer.
-   * @throws std::runtime_error "curl_easy_perform() error (...)" with libcurl's message.
+   * @brief Runs the transfer, retrying a transient failure (a timeout, or an HTTP status of
+   * `defaults::http_status_codes()`) with backoff, up to `defaults::http_max_attempts()`.
+   * @throws std::runtime_error "curl_easy_perform() error (...)" with libcurl's message, for a
+   * failure not retried or once the attempts are spent.
    */
   void perform();
+  /**
+   * @brief perform(), running `on_retry` before each retried attempt (to undo what the failed
+   * attempt left, such as bytes it wrote).
+   */
+  void perform(std::function<void()> const& on_retry);
   /// @brief Runs the transfer; returns libcurl's result (the message is in error_message()).
   CURLcode try_perform() noexcept;
   /// @brief The HTTP status of the last transfer (0 if none).
@@ -108,6 +115,10 @@ class CurlHandle {
   /// @brief libcurl's text for `code` and its error buffer; a connect that failed for want of
   /// a descriptor says so, with the process's limit.
   [[nodiscard]] std::string error_message(CURLcode code) const;
+  /// @brief The message libcurl recorded for the last failed transfer ("" if none).
+  [[nodiscard]] std::string error_message() const;
+  /// @brief Forgets the recorded message.
+  void clear_error_message() noexcept;
   /// @brief EMFILE or ENFILE if the transfer ended with `code` for want of a descriptor (a
   /// failed connect while this process can open none), else 0. libcurl does not always keep
   /// the errno of the socket() that failed, so the process's descriptors are probed.

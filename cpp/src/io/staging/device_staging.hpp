@@ -16,6 +16,7 @@
 #include <future>
 #include <optional>
 
+#include "core/observed_promise.hpp"
 #include "io/mover/mover.hpp"
 
 namespace kvikio::detail {
@@ -76,6 +77,6 @@ void read_overlapped(ByteMover& mover,
                      void* dst,
                      std::size_t size,
                      std::size_t file_offset,
-                     std::promise<std::size_t> done) noexcept;
+                     ObservedPromise done) noexcept;
 
 }  // namespace kvikio::detail

@@ -54,7 +54,7 @@ class OverlappedReads final : public WorkerLeftovers {
             CUdeviceptr dst,
             std::size_t size,
             std::size_t file_offset,
-            std::promise<std::size_t>& done)
+            ObservedPromise& done)
   {
     CUcontext ctx{};
     KVIKIO_CUDA_DRIVER_TRY(cudaAPI::instance().CtxGetCurrent(&ctx));
@@ -130,7 +130,7 @@ class OverlappedReads final : public WorkerLeftovers {
  private:
   struct Pending {
     std::size_t size;
-    std::promise<std::size_t> done;
+    ObservedPromise done;
   };
   // The reads of one slot, their copies started together.
   struct Batch {
@@ -253,7 +253,7 @@ void read_overlapped(ByteMover& mover,
                      void* dst,
                      std::size_t size,
                      std::size_t file_offset,
-                     std::promise<std::size_t> done) noexcept
+                     ObservedPromise done) noexcept
 {
   KVIKIO_NVTX_FUNC_RANGE();
   try {
