@@ -25,11 +25,13 @@
 #include <kvikio/mmap.hpp>
 #include <kvikio/observation.hpp>
 #include <kvikio/remote_handle.hpp>
+#include <kvikio/statistics/counters.hpp>
 
 #include "common/device.hpp"
 #include "common/nginx.hpp"
 #include "common/poison.hpp"
 #include "common/temp_dir.hpp"
+#include "common/test_servers.hpp"
 
 using kvikio::IoBackend;
 using kvikio::MemoryKind;
@@ -296,6 +298,32 @@ TEST_F(Observations, RemoteReadsAreObservedOnceWithTheirUrlWithoutItsQuery)
   EXPECT_ANY_THROW(missing.pread(buf.data(), 100, 0).get());
   expect_one(
     r, IoBackend::REMOTE_HTTP, TransferDirection::READ, MemoryKind::HOST, 0, 100, 0, false);
+}
+
+// The remote transports' costs go to the process's counters on both transports: the size
+// probe of an open, each connection's handshake, and each retry with its backoff.
+TEST_F(Observations, RemoteCostsAreCountedInTheProcesssCounters)
+{
+  kvikio::test::MisbehavingServer server{100000};
+  auto const before = kvikio::statistics::counters();
+  auto handle       = kvikio::RemoteHandle::open(server.url("flaky/1/obj"),
+                                           kvikio::RemoteEndpointType::HTTP);  // 503, then 200
+  std::vector<std::uint8_t> buf(5000, poison);
+  EXPECT_EQ(handle.pread(buf.data(), buf.size(), 100).get(), buf.size());
+  for (std::size_t i = 0; i < buf.size(); ++i) {
+    ASSERT_EQ(buf[i], kvikio::test::MisbehavingServer::byte(100 + i)) << i;
+  }
+  auto const spent = kvikio::statistics::counters().since(before);
+  EXPECT_EQ(spent.remote_size_probes, 1U);
+  EXPECT_GT(spent.remote_size_probing.count(), 0);
+  EXPECT_GE(spent.http_connections, 1U);
+  EXPECT_EQ(spent.http_retries, 1U);
+  EXPECT_GT(spent.http_retry_backoff.count(), 0);
+  // Opened with its size: no probe.
+  auto const sized = kvikio::statistics::counters();
+  (void)kvikio::RemoteHandle::open(
+    server.url("ok/obj"), kvikio::RemoteEndpointType::HTTP, std::nullopt, 100000);
+  EXPECT_EQ(kvikio::statistics::counters().since(sized).remote_size_probes, 0U);
 }
 
 // The observer must not call back into the library; a monitor that tries is refused, and so is

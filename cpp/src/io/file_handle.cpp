@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,7 +43,9 @@ ThreadPool* block_device_pool(dev_t device)
   auto& pool = (*pools)[device];
   if (!pool) {
     // Named as upstream names them; the index counts over every block device's pool.
-    static auto const name_thread = make_thread_pool_init_task("kvikio-blk");
+    // Never destroyed, as the pools are not.
+    static auto const& name_thread =
+      *new std::function<void()>(make_thread_pool_init_task("kvikio-blk"));
     pool = std::make_unique<ThreadPool>(defaults::thread_pool_nthreads(), name_thread);
   }
   return pool.get();

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <new>
@@ -198,7 +199,9 @@ void start_pinning_thread(Pin&& pin)
   (void)forgets_at_fork;
   pinning_threads.fetch_add(1);
   try {
-    static auto const name_thread = make_thread_pool_init_task("kvikio-pin");
+    // Never destroyed: detached threads may start while the process exits.
+    static auto const& name_thread =
+      *new std::function<void()>(make_thread_pool_init_task("kvikio-pin"));
     std::thread{[pin = std::forward<Pin>(pin)]() mutable {
       name_thread();
       pin();

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -75,7 +76,9 @@ class StreamWorkers {
   // Under mutex_. @throws std::system_error if the thread cannot be started.
   void start_one_locked()
   {
-    static auto const name_thread = make_thread_pool_init_task("kvikio-strm");
+    // Never destroyed: detached threads may start while the process exits.
+    static auto const& name_thread =
+      *new std::function<void()>(make_thread_pool_init_task("kvikio-strm"));
     std::thread{[this] {
       name_thread();
       loop();

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -63,8 +64,10 @@ MultiPollTransport::Reactor::Reactor(std::size_t index,
 {
   open_multi();
   try {
-    static auto const name_thread = make_thread_pool_init_task("kvikio-poll");
-    thread_                       = std::thread{[this] {
+    // Never destroyed: detached threads may start while the process exits.
+    static auto const& name_thread =
+      *new std::function<void()>(make_thread_pool_init_task("kvikio-poll"));
+    thread_ = std::thread{[this] {
       name_thread();
       run();
     }};
