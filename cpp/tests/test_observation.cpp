@@ -300,6 +300,40 @@ TEST_F(Observations, RemoteReadsAreObservedOnceWithTheirUrlWithoutItsQuery)
     r, IoBackend::REMOTE_HTTP, TransferDirection::READ, MemoryKind::HOST, 0, 100, 0, false);
 }
 
+TEST_F(Observations, RemoteBatchesAndStreamOrderedReadsAreObservedPerCall)
+{
+  kvikio::test::Nginx nginx;
+  kvikio::test::write_file(nginx.root() + "/obj.bin", content_);
+  auto handle = kvikio::RemoteHandle::open(nginx.url("obj.bin"));
+  std::vector<std::vector<std::uint8_t>> bufs(3, std::vector<std::uint8_t>(1000, poison));
+  {
+    Recorder r;
+    std::vector<kvikio::RemoteReadRequest> const requests{{&handle, bufs[0].data(), 1000, 0},
+                                                          {&handle, bufs[1].data(), 1000, 1050},
+                                                          {&handle, bufs[2].data(), 1000, 800000}};
+    for (auto& future : kvikio::remote_batch_read(requests, {.coalesce_max_gap = 100})) {
+      EXPECT_EQ(future.get(), 1000U);
+    }
+    auto const seen = r.finished();
+    ASSERT_EQ(seen.size(), 3U);
+    for (auto const& s : seen) {
+      EXPECT_EQ(s.observation.backend, IoBackend::REMOTE_HTTP);
+      EXPECT_EQ(s.observation.bytes_transferred, 1000U);
+      EXPECT_TRUE(s.observation.ok);
+    }
+    EXPECT_EQ(0, std::memcmp(bufs[1].data(), content_.data() + 1050, 1000));
+  }
+  kvikio::test::DeviceBuffer dev{5000};
+  kvikio::test::Stream stream;
+  Recorder r;
+  EXPECT_EQ(handle.read_async(dev.get(), 5000, 77, stream.handle).check_bytes_done(), 5000U);
+  expect_one(
+    r, IoBackend::REMOTE_HTTP, TransferDirection::READ, MemoryKind::DEVICE, 77, 5000, 5000);
+  std::vector<std::uint8_t> back(5000);
+  KVIKIO_CUDA_DRIVER_TRY(kvikio::test::api().MemcpyDtoH(back.data(), dev.ptr, back.size()));
+  EXPECT_EQ(0, std::memcmp(back.data(), content_.data() + 77, back.size()));
+}
+
 // The remote transports' costs go to the process's counters on both transports: the size
 // probe of an open, each connection's handshake, and each retry with its backoff.
 TEST_F(Observations, RemoteCostsAreCountedInTheProcesssCounters)
