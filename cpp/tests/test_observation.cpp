@@ -141,6 +141,8 @@ TEST_F(Observations, AHostPreadIsOneObservationWhateverItsTasks)
              buf.size() - 5,
              buf.size() - 5);
   EXPECT_EQ(r.finished().front().source, path_);
+  // The handle owns what `source` views: it is still there after the callback.
+  EXPECT_EQ(r.finished().front().observation.source, path_);
   EXPECT_EQ(0, std::memcmp(buf.data(), content_.data() + 5, buf.size() - 5));
 }
 
@@ -282,6 +284,7 @@ TEST_F(Observations, RemoteReadsAreObservedOnceWithTheirUrlWithoutItsQuery)
     expect_one(
       r, IoBackend::REMOTE_HTTP, TransferDirection::READ, MemoryKind::HOST, 7, 2000000, 2000000);
     EXPECT_EQ(r.finished().front().source, nginx.url("obj.bin"));
+    EXPECT_EQ(r.finished().front().observation.source, nginx.url("obj.bin"));
     EXPECT_STREQ(r.finished().front().observation.http_method, "GET");
   }
   {

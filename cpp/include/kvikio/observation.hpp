@@ -97,8 +97,8 @@ struct Observation {
   std::size_t bytes_transferred{};   ///< bytes moved (0 for a failed operation)
   std::uint64_t id{};                ///< unique in the process (from 1); pairs a start and finish
   char const* http_method{nullptr};  ///< "GET" for remote reads, null for local I/O
-  /// The file's path or the object's URL (without query, fragment or user information); valid
-  /// only during the callback.
+  /// The file's path or the object's URL (without query, fragment or user information), owned
+  /// by the handle: valid while the handle lives (copy it to keep it longer).
   std::string_view source{};
   ObservationKind kind{ObservationKind::LOGICAL};        ///< what the observation stands for
   IoBackend backend{IoBackend::POSIX};                   ///< what moved the bytes

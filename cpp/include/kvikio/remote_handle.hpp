@@ -388,6 +388,7 @@ class RemoteHandle {
   std::atomic<int> backend_{-1};
   // The leases of running reads on the endpoint; null only in a moved-from handle.
   std::unique_ptr<detail::InFlight> in_flight_;
+  std::string source_;  // the URL observations name (observation.hpp), owned here
 };
 
 }  // namespace kvikio

@@ -190,11 +190,7 @@ LogicalObservationRecorder::LogicalObservationRecorder(IoBackend backend,
   : active_{monitoring_enabled()}
 {
   if (!active_) { return; }
-  try {
-    source_ = std::string{source};
-  } catch (...) {  // out of memory: the observation names no source
-  }
-  observation_.source      = source_;
+  observation_.source      = source;
   observation_.backend     = backend;
   observation_.direction   = direction;
   observation_.memory_kind = memory_kind;

@@ -39,6 +39,14 @@ std::size_t probe_size(RemoteEndpoint& endpoint)
   return endpoint.get_file_size();
 }
 
+// What observations name the object by: its URL without the query or user information (a
+// presigned signature, a password).
+std::string source_of(RemoteEndpoint const& endpoint)
+{
+  std::string source = detail::url_for_message(endpoint.str());
+  return source.substr(0, source.find('?'));
+}
+
 std::string type_name(RemoteEndpointType t)
 {
   switch (t) {
@@ -218,12 +226,14 @@ RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint, std::size_t
     in_flight_{std::make_unique<detail::InFlight>()}
 {
   KVIKIO_EXPECT(endpoint_ != nullptr, "RemoteHandle: null endpoint", std::invalid_argument);
+  source_ = source_of(*endpoint_);
 }
 
 RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint)
   : endpoint_{std::move(endpoint)}, nbytes_{0}, in_flight_{std::make_unique<detail::InFlight>()}
 {
   KVIKIO_EXPECT(endpoint_ != nullptr, "RemoteHandle: null endpoint", std::invalid_argument);
+  source_      = source_of(*endpoint_);
   nbytes_      = probe_size(*endpoint_);
   served_size_ = nbytes_;
 }
@@ -233,7 +243,8 @@ RemoteHandle::RemoteHandle(RemoteHandle&& o) noexcept
     nbytes_{o.nbytes_},
     served_size_{o.served_size_},
     backend_{o.backend_.load()},
-    in_flight_{std::move(o.in_flight_)}
+    in_flight_{std::move(o.in_flight_)},
+    source_{std::move(o.source_)}
 {
 }
 
@@ -246,6 +257,7 @@ RemoteHandle& RemoteHandle::operator=(RemoteHandle&& o) noexcept
     served_size_ = o.served_size_;
     backend_     = o.backend_.load();
     in_flight_   = std::move(o.in_flight_);
+    source_      = std::move(o.source_);
   }
   return *this;
 }
@@ -298,9 +310,6 @@ std::shared_ptr<detail::LogicalObservationRecorder> RemoteHandle::observe(bool d
                                                                           std::size_t size) const
 {
   if (!detail::monitoring_enabled()) { return nullptr; }
-  // The URL without its query or user information (a presigned signature, a password).
-  std::string source = detail::url_for_message(endpoint_->str());
-  source             = source.substr(0, source.find('?'));
   return detail::observe_call(remote_endpoint_type() == RemoteEndpointType::WEBHDFS
                                 ? IoBackend::REMOTE_HDFS
                                 : IoBackend::REMOTE_HTTP,
@@ -308,7 +317,7 @@ std::shared_ptr<detail::LogicalObservationRecorder> RemoteHandle::observe(bool d
                               device ? MemoryKind::DEVICE : MemoryKind::HOST,
                               file_offset,
                               size,
-                              source,
+                              source_,
                               "GET");
 }
 

@@ -11,7 +11,6 @@
 
 #include <atomic>
 #include <cstddef>
-#include <string>
 #include <string_view>
 
 #include <kvikio/observation.hpp>
@@ -34,7 +33,8 @@ void notify_finished(Observation const& observation) noexcept;
 [[nodiscard]] bool monitoring_enabled() noexcept;
 
 /**
- * @brief One user call as an observation: made at the call (on_start() then, if any monitor is
+ * @brief One user call as an observation (its `source` views a string its handle owns, which
+ * outlives the call): made at the call (on_start() then, if any monitor is
  * registered; otherwise it records nothing at all), finished once by finish() or
  * finish_with_failure(), whichever comes first; one destroyed unfinished counts as failed.
  * Shared with a call's tasks through a std::shared_ptr when they finish it.
@@ -60,7 +60,6 @@ class LogicalObservationRecorder {
 
  private:
   void emit() noexcept;
-  std::string source_;  // what observation_.source views: the call's source may not outlive it
   Observation observation_{};
   bool active_{false};
   std::atomic<bool> emitted_{false};
