@@ -78,12 +78,13 @@ def _check_table_rows(app, docname, source):
 
 class _NamespaceOnEveryPage(logging.Filter):
     """The C++ API is a page per header (docs/api/cpp/), and each page declares the namespace
-    kvikio again: the C++ domain's report of that one repeated declaration is dropped; every
-    other duplicate is still an error."""
+    kvikio again (the statistics pages kvikio::statistics too): the C++ domain's report of those
+    repeated declarations is dropped; every other duplicate is still an error."""
 
     def filter(self, record):
         text = record.getMessage()
-        return not ("Duplicate C++ declaration" in text and "'.. cpp:type:: kvikio'" in text)
+        return not ("Duplicate C++ declaration" in text and ("'.. cpp:type:: kvikio'" in text or
+                                                             "'.. cpp:type:: statistics'" in text))
 
 
 def setup(app):

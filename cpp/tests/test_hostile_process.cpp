@@ -336,7 +336,14 @@ TEST(TwoLibraryCopies, DISABLED_ForkWithASecondCopyLoaded)
   std::filesystem::copy_file(KVIKIO_LIBRARY_FILE, copy);
   void* second = ::dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(second, nullptr) << ::dlerror();
-  EXPECT_GE(kvikio::defaults::thread_pool_nthreads(), 1U);  // this copy in use, the other loaded
+  // Each copy keeps its own settings: the second's pool size is not the one set in this copy.
+  kvikio::defaults::set_thread_pool_nthreads(7);
+  using Getter            = unsigned int (*)();
+  auto const its_nthreads = reinterpret_cast<Getter>(::dlsym(
+    second, "_ZN6kvikio8defaults20thread_pool_nthreadsEv"));  // defaults::thread_pool_nthreads
+  ASSERT_NE(its_nthreads, nullptr) << ::dlerror();
+  EXPECT_EQ(kvikio::defaults::thread_pool_nthreads(), 7U);
+  EXPECT_NE(its_nthreads(), 7U);
   pid_t const pid = ::fork();
   if (pid == 0) { ::_exit(0); }
   ASSERT_GT(pid, 0);

@@ -7,6 +7,7 @@
  */
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -122,6 +123,23 @@ TEST(RequestFields, S3BucketsAndKeysAreCheckedWithAnEndpointUrlToo)
   EXPECT_THROW(
     (void)kvikio::S3Endpoint::url_from_bucket_and_object("plain", "a\r\nb", "us-east-1", endpoint),
     std::invalid_argument);
+}
+
+TEST(RequestFields, WebHdfsHostsAndPortsCannotNameAnotherPath)
+{
+  EXPECT_EQ(kvikio::detail::webhdfs_url("127.0.0.1", "9870", "/a/b c"),
+            "http://127.0.0.1:9870/webhdfs/v1/a/b%20c");
+  EXPECT_EQ(kvikio::detail::webhdfs_url("[::1]", "9870", "f"), "http://[::1]:9870/webhdfs/v1/f");
+  for (auto const& [host, port] :
+       std::vector<std::pair<std::string, std::string>>{{"nn:9870/webhdfs/v1/other#", "1"},
+                                                        {"nn?x=", "9870"},
+                                                        {"user@nn", "9870"},
+                                                        {"nn", "98a"},
+                                                        {"nn", "99999"},
+                                                        {"nn", "0"},
+                                                        {"", "9870"}}) {
+    EXPECT_THROW(kvikio::WebHdfsEndpoint(host, port, "x"), std::invalid_argument) << host << port;
+  }
 }
 
 TEST(RequestFields, WebHdfsUserNamesAreCheckedToo)

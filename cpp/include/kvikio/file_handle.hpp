@@ -284,7 +284,7 @@ class FileHandle {
   // The body of pread() and pwrite().
   // check_allowed(), a refusal recorded as a failed operation where `observed`.
   void check_allowed_observed(
-    Direction dir, bool host_memory, std::size_t offset, std::size_t size, bool observed) const;
+    Direction dir, void const* buf, std::size_t offset, std::size_t size, bool observed) const;
   // `observed`: the call is one observation (observation.hpp); false for a part of another call.
   std::future<std::size_t> parallel_transfer(Direction dir,
                                              void* buf,
@@ -305,6 +305,7 @@ class FileHandle {
   [[nodiscard]] ThreadPool* pool_for(ThreadPool* requested) const;
 
   std::string path_;
+  std::shared_ptr<std::string const> source_;  // path_, as observations name the file
   std::string flags_;
   // Read by closed() and fd() while close() may run on another thread: atomic.
   std::atomic<int> fd_{-1};

@@ -114,6 +114,7 @@ class MmapHandle {
                            void const* buf) const;
 
   std::string path_;
+  std::shared_ptr<std::string const> source_;  // path_, as observations name the file
   std::atomic<int> fd_{-1};  // read by closed() while close() may run on another thread
   std::size_t file_size_{0};
   std::size_t map_offset_{0};  // initial_map_offset

@@ -388,7 +388,8 @@ class RemoteHandle {
   std::atomic<int> backend_{-1};
   // The leases of running reads on the endpoint; null only in a moved-from handle.
   std::unique_ptr<detail::InFlight> in_flight_;
-  std::string source_;  // the URL observations name (observation.hpp), owned here
+  // The URL observations name (observation.hpp): shared, so that it outlives an observation.
+  std::shared_ptr<std::string const> source_;
 };
 
 }  // namespace kvikio

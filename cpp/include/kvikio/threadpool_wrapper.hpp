@@ -27,14 +27,11 @@ class ThreadPool;
 namespace detail {
 /// @brief Queues a task that may overlap its worker's leftovers (detail/worker_leftovers.hpp).
 void detach_overlapping_job(ThreadPool& pool, std::function<void()> job);
+/// @brief make_thread_pool_init_task(`prefix`), never destroyed: for threads that may start
+/// while the process exits (each kind of thread keeps one in a function-local static).
+[[nodiscard]] std::function<void()> const& lasting_thread_namer(std::string prefix);
 }  // namespace detail
 
-/**
- * @brief A fixed number of threads running submitted tasks in submission order.
- *
- * Tasks may submit further tasks. A task's exception reaches whoever waits on its future.
- * The destructor runs every task already submitted, then joins the threads.
- */
 /**
  * @brief A task that names the thread it runs on "<prefix>-<N>" (`top -H`, `ps -L`, Nsight and
  * py-spy show it), N counting from 0 over the threads this task named; for a ThreadPool's
@@ -43,6 +40,12 @@ void detach_overlapping_job(ThreadPool& pool, std::function<void()> job);
  */
 [[nodiscard]] std::function<void()> make_thread_pool_init_task(std::string prefix);
 
+/**
+ * @brief A fixed number of threads running submitted tasks in submission order.
+ *
+ * Tasks may submit further tasks. A task's exception reaches whoever waits on its future.
+ * The destructor runs every task already submitted, then joins the threads.
+ */
 class ThreadPool {
  public:
   /**
@@ -139,6 +142,8 @@ class ThreadPool {
   void start(unsigned int nthreads);
   void start_locked(State& state, unsigned int nthreads);
   void stop_and_join();
+  // reset()'s body; `init_task`, if given, replaces init_task_ for the threads it starts.
+  void resize(unsigned int nthreads, std::function<void()>* init_task);
   void release() noexcept;  // stops, joins, leaves the registry of pools, frees the state
   void worker_loop(State& state);
   // In a child of fork(), for every pool of the process (registered by the constructor).

@@ -174,7 +174,7 @@ void defaults::set_thread_pool_nthreads(unsigned int nthreads)
             "number of threads",
             nthreads,
             detail::bounds::thread_pool_nthreads);
-  // Named afresh, as upstream's: the threads of a resized pool are kvikio-0 to kvikio-(n-1).
+  // Named afresh: the threads of a resized pool are kvikio-0 to kvikio-(n-1).
   state().pool.reset(nthreads, make_thread_pool_init_task("kvikio"));
 }
 unsigned int defaults::num_threads() { return thread_pool_nthreads(); }

@@ -3,6 +3,8 @@
  */
 #include <kvikio/observation.hpp>
 
+#include <pthread.h>
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -30,11 +32,13 @@ struct Entry {
 };
 using Entries = std::vector<std::shared_ptr<Entry>>;
 
-// The monitors, published as an immutable list: a notification reads it without a lock, so
-// unregistering never waits behind a stream of I/O, only for the callbacks already running.
+// The monitors, published as an immutable list: a notification reads it with one atomic load,
+// so unregistering never waits behind a stream of I/O, only for the callbacks already running.
+// A list replaced is never freed (a notification may still read it); lists change only when
+// monitors come and go.
 struct Registry {
   std::mutex mutex;  // serialises changes of the list
-  std::atomic<std::shared_ptr<Entries const>> entries{std::make_shared<Entries const>()};
+  std::atomic<Entries const*> entries{new Entries()};
   std::atomic<std::size_t> count{0};
   std::atomic<std::uint64_t> next_monitor_id{1};
   std::atomic<std::uint64_t> next_observation_id{1};
@@ -46,6 +50,18 @@ Registry& registry()
   return *instance;
 }
 
+// Around fork() the lock is held, so the child finds the list whole. The child has none of the
+// threads that were inside callbacks: their counts would keep unregistering waiting forever.
+[[maybe_unused]] int const fork_handlers_registered =
+  ::pthread_atfork([] { registry().mutex.lock(); },
+                   [] { registry().mutex.unlock(); },
+                   [] {
+                     for (auto const& entry : *registry().entries.load()) {
+                       entry->active.store(0);
+                     }
+                     registry().mutex.unlock();
+                   });
+
 // Set while this thread runs a callback: nested notifications are dropped, and calls into the
 // library's I/O or the registry are refused.
 thread_local bool in_callback = false;
@@ -54,8 +70,8 @@ template <typename Call>
 void notify(Observation const& observation, Call call) noexcept
 {
   if (!detail::monitoring_enabled() || in_callback) { return; }
-  auto const entries = registry().entries.load();
-  in_callback        = true;
+  Entries const* const entries = registry().entries.load();
+  in_callback                  = true;
   for (auto const& entry : *entries) {
     if (entry->kind != observation.kind) { continue; }
     entry->active.fetch_add(1);
@@ -121,10 +137,10 @@ std::uint64_t register_monitor(Monitor* monitor, ObservationKind kind)
   entry->kind    = kind;
   entry->monitor = monitor;
   std::lock_guard const lock{r.mutex};
-  auto next = std::make_shared<Entries>(*r.entries.load());
+  auto next = std::make_unique<Entries>(*r.entries.load());
   next->push_back(entry);
   r.count.store(next->size());
-  r.entries.store(std::move(next));
+  r.entries.store(next.release());
   return entry->id;
 }
 
@@ -136,7 +152,7 @@ void unregister_monitor(std::uint64_t id)
   std::shared_ptr<Entry> removed;
   {
     std::lock_guard const lock{r.mutex};
-    auto next = std::make_shared<Entries>();
+    auto next = std::make_unique<Entries>();
     for (auto const& entry : *r.entries.load()) {
       if (entry->id == id) {
         removed = entry;
@@ -146,7 +162,7 @@ void unregister_monitor(std::uint64_t id)
     }
     if (!removed) { return; }
     r.count.store(next->size());
-    r.entries.store(std::move(next));
+    r.entries.store(next.release());
   }
   removed->gone.store(true);
   // The callbacks already running end soon (they must be light): wait for them.
@@ -200,6 +216,24 @@ LogicalObservationRecorder::LogicalObservationRecorder(IoBackend backend,
   observation_.id          = registry().next_observation_id.fetch_add(1);
   observation_.start       = now();
   notify_started(observation_);
+}
+
+LogicalObservationRecorder::LogicalObservationRecorder(IoBackend backend,
+                                                       TransferDirection direction,
+                                                       MemoryKind memory_kind,
+                                                       std::size_t offset,
+                                                       std::size_t size,
+                                                       std::shared_ptr<std::string const> source,
+                                                       char const* http_method) noexcept
+  : LogicalObservationRecorder(backend,
+                               direction,
+                               memory_kind,
+                               offset,
+                               size,
+                               source ? std::string_view{*source} : std::string_view{},
+                               http_method)
+{
+  source_ = std::move(source);
 }
 
 LogicalObservationRecorder::~LogicalObservationRecorder() { finish_with_failure(); }

@@ -10,7 +10,7 @@
 #include <functional>
 #include <future>
 #include <memory>
-#include <string_view>
+#include <string>
 #include <utility>
 
 #include <kvikio/detail/observation_recorder.hpp>
@@ -51,18 +51,20 @@ class ObservedPromise {
 };
 
 /// One call's observation shared with the tasks that finish it, or null when no monitor is
-/// registered (the unobserved call allocates nothing).
-inline std::shared_ptr<LogicalObservationRecorder> observe_call(IoBackend backend,
-                                                                TransferDirection direction,
-                                                                MemoryKind memory_kind,
-                                                                std::size_t offset,
-                                                                std::size_t size,
-                                                                std::string_view source,
-                                                                char const* http_method = nullptr)
+/// registered (the unobserved call allocates nothing). `source` is the handle's own string,
+/// shared so that it outlives the observation.
+inline std::shared_ptr<LogicalObservationRecorder> observe_call(
+  IoBackend backend,
+  TransferDirection direction,
+  MemoryKind memory_kind,
+  std::size_t offset,
+  std::size_t size,
+  std::shared_ptr<std::string const> source,
+  char const* http_method = nullptr)
 {
   if (!monitoring_enabled()) { return nullptr; }
   return std::make_shared<LogicalObservationRecorder>(
-    backend, direction, memory_kind, offset, size, source, http_method);
+    backend, direction, memory_kind, offset, size, std::move(source), http_method);
 }
 
 /// `on_done` of a stream-ordered operation (bytes moved, or its error), finishing the

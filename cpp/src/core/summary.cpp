@@ -106,8 +106,10 @@ double Summary::busy_fraction() const noexcept
 
 Duration Summary::mean_duration() const noexcept
 {
-  if (num_ops == 0) { return Duration::zero(); }
-  return Duration{total_duration.count() / static_cast<Duration::rep>(num_ops)};
+  if (num_ops == 0 || total_duration <= Duration::zero()) { return Duration::zero(); }
+  // In unsigned arithmetic: a count past the signed range must not turn the division negative.
+  return Duration{
+    static_cast<Duration::rep>(static_cast<std::uint64_t>(total_duration.count()) / num_ops)};
 }
 
 Summary Summary::since(Summary const& previous) const
@@ -207,6 +209,27 @@ Summary Summary::deserialize(std::vector<std::byte> const& bytes)
                 std::invalid_argument);
   Summary out;
   std::memcpy(&out, bytes.data() + serial_header_size, sizeof(Summary));
+  // The bytes are as any caller handed them: what no monitor can have counted is refused, so
+  // that no derived value divides or subtracts its way past a type's range.
+  bool consistent = out.end >= out.start && out.total_duration >= Duration::zero() &&
+                    out.busy >= Duration::zero() && out.num_reads + out.num_writes == out.num_ops &&
+                    out.num_reads <= out.num_ops && out.num_errors <= out.num_ops &&
+                    out.bytes_read + out.bytes_written == out.bytes_transferred &&
+                    out.bytes_read <= out.bytes_transferred;
+  for (auto const& backend : out.by_backend) {
+    consistent = consistent && backend.total_duration >= Duration::zero() &&
+                 backend.num_ops <= out.num_ops && backend.num_errors <= backend.num_ops;
+  }
+  for (Duration const d : {out.counters.remote_size_probing,
+                           out.counters.http_dns,
+                           out.counters.http_tcp,
+                           out.counters.http_tls,
+                           out.counters.http_retry_backoff}) {
+    consistent = consistent && d >= Duration::zero();
+  }
+  KVIKIO_EXPECT(consistent,
+                "not a serialized kvikio::statistics::Summary: inconsistent values",
+                std::invalid_argument);
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/utils.hpp>
@@ -105,6 +106,11 @@ std::function<void()> make_thread_pool_init_task(std::string prefix)
   };
 }
 
+std::function<void()> const& detail::lasting_thread_namer(std::string prefix)
+{
+  return *new std::function<void()>(make_thread_pool_init_task(std::move(prefix)));
+}
+
 ThreadPool::ThreadPool(unsigned int nthreads, std::function<void()> init_task)
   : init_task_{std::move(init_task)}
 {
@@ -155,7 +161,14 @@ unsigned int ThreadPool::get_thread_count() const noexcept { return thread_count
 
 bool ThreadPool::is_worker_thread() const noexcept { return current_pool == this; }
 
-void ThreadPool::reset(unsigned int nthreads)
+void ThreadPool::reset(unsigned int nthreads) { resize(nthreads, nullptr); }
+
+void ThreadPool::reset(unsigned int nthreads, std::function<void()> init_task)
+{
+  resize(nthreads, &init_task);
+}
+
+void ThreadPool::resize(unsigned int nthreads, std::function<void()>* init_task)
 {
   check_thread_count(nthreads);
   if (is_worker_thread()) {
@@ -164,28 +177,24 @@ void ThreadPool::reset(unsigned int nthreads)
   std::lock_guard const reset_lock{state_->reset_mutex};
   unsigned int const before = thread_count_.load();
   stop_and_join();
+  // Read by start_locked() under the state's lock, which a first task after fork() takes too.
+  auto const set_init_task = [this](std::function<void()>& task) {
+    std::lock_guard const lock{state_->mutex};
+    std::swap(init_task_, task);
+  };
+  if (init_task != nullptr) { set_init_task(*init_task); }  // *init_task: the one replaced
   try {
     start(nthreads);
   } catch (std::system_error const& e) {
-    // The pool keeps the size it had: a failed resize leaves nothing half done.
+    // The pool keeps the size and set-up it had: a failed resize leaves nothing half done.
     stop_and_join();
+    if (init_task != nullptr) { set_init_task(*init_task); }
     start(before);
     throw std::system_error(e.code(),
                             "ThreadPool::reset(" + std::to_string(nthreads) +
                               "): could not start " + std::to_string(nthreads) +
                               " threads; the pool keeps its " + std::to_string(before));
   }
-}
-
-void ThreadPool::reset(unsigned int nthreads, std::function<void()> init_task)
-{
-  check_thread_count(nthreads);
-  {
-    // Read by start_locked() under the same lock, which a first task after fork() also takes.
-    std::lock_guard const lock{state_->mutex};
-    init_task_ = std::move(init_task);
-  }
-  reset(nthreads);
 }
 
 void ThreadPool::wait()

@@ -42,10 +42,8 @@ ThreadPool* block_device_pool(dev_t device)
   std::lock_guard const lock{mutex};
   auto& pool = (*pools)[device];
   if (!pool) {
-    // Named as upstream names them; the index counts over every block device's pool.
-    // Never destroyed, as the pools are not.
-    static auto const& name_thread =
-      *new std::function<void()>(make_thread_pool_init_task("kvikio-blk"));
+    // kvikio-blk-N: N counts over every block device's pool.
+    static auto const& name_thread = detail::lasting_thread_namer("kvikio-blk");
     pool = std::make_unique<ThreadPool>(defaults::thread_pool_nthreads(), name_thread);
   }
   return pool.get();
@@ -59,7 +57,7 @@ FileHandle::FileHandle(std::string const& file_path,
                        std::string const& flags,
                        mode_t mode,
                        CompatMode compat_mode)
-  : path_{file_path}, flags_{flags}
+  : path_{file_path}, source_{std::make_shared<std::string const>(file_path)}, flags_{flags}
 {
   // A process that uses CUDA has its first stream-ordered call's staging pinned meanwhile (from
   // here, so that it overlaps the rest of the opening).
@@ -109,6 +107,7 @@ std::string FileHandle::how_bytes_move() const
 
 FileHandle::FileHandle(FileHandle&& o) noexcept
   : path_{std::move(o.path_)},
+    source_{std::move(o.source_)},
     flags_{std::move(o.flags_)},
     fd_{o.fd_.exchange(-1)},
     fd_direct_{o.fd_direct_.exchange(-1)},
@@ -124,6 +123,7 @@ FileHandle& FileHandle::operator=(FileHandle&& o) noexcept
   if (this != &o) {
     close();
     path_        = std::move(o.path_);
+    source_      = std::move(o.source_);
     flags_       = std::move(o.flags_);
     fd_          = o.fd_.exchange(-1);
     fd_direct_   = o.fd_direct_.exchange(-1);

@@ -126,7 +126,7 @@ CUcontext FileHandle::async_transfer(Direction dir,
                            MemoryKind::DEVICE,
                            file_offset,
                            size,
-                           path_),
+                           source_),
       detail::report_stream_ordered(bytes_p, std::move(error), what)));
   return ctx;
 }

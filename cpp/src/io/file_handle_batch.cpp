@@ -161,7 +161,7 @@ std::vector<std::future<std::size_t>> file_batch_read(std::span<FileReadRequest 
                                      r.context == nullptr ? MemoryKind::HOST : MemoryKind::DEVICE,
                                      r.range.file_offset,
                                      r.range.size,
-                                     sources[r.source].handle->path_);
+                                     sources[r.source].handle->source_);
        }});
 }
 

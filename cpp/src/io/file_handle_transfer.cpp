@@ -94,36 +94,36 @@ std::future<std::size_t> done_here(Transfer&& transfer,
   return done.get_future();
 }
 
-// One call's observation: POSIX for host memory, as upstream reports it, GDS where cuFile moves
+// One call's observation: POSIX for host memory whatever moves it, GDS where cuFile moves
 // device memory.
 std::shared_ptr<detail::LogicalObservationRecorder> observe(bool reading,
                                                             bool host_memory,
                                                             bool cufile,
                                                             std::size_t offset,
                                                             std::size_t size,
-                                                            std::string_view path)
+                                                            std::shared_ptr<std::string const> path)
 {
   return detail::observe_call(cufile && !host_memory ? IoBackend::GDS : IoBackend::POSIX,
                               reading ? TransferDirection::READ : TransferDirection::WRITE,
                               host_memory ? MemoryKind::HOST : MemoryKind::DEVICE,
                               offset,
                               size,
-                              path);
+                              std::move(path));
 }
 
 }  // namespace
 
 void FileHandle::check_allowed_observed(
-  Direction dir, bool host_memory, std::size_t offset, std::size_t size, bool observed) const
+  Direction dir, void const* buf, std::size_t offset, std::size_t size, bool observed) const
 {
   try {
     check_allowed(dir);
   } catch (...) {
-    // Arguments were fine: the I/O itself is refused, an operation that failed (as upstream's,
-    // whose pwrite on a read-only descriptor fails).
-    if (observed) {
+    // The arguments were fine: the I/O itself is refused, an operation that failed. Where the
+    // buffer is is asked only then, and only if someone watches.
+    if (observed && size > 0 && detail::monitoring_enabled()) {
       if (auto recorder =
-            observe(dir == Direction::read, host_memory, false, offset, size, path_)) {
+            observe(dir == Direction::read, is_host_memory(buf), false, offset, size, source_)) {
         recorder->finish_with_failure();
       }
     }
@@ -148,7 +148,7 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
   check_range(buf, size, file_offset, what);
   KVIKIO_EXPECT(
     task_size > 0, "`task_size` must be positive (FileHandle got 0)", std::invalid_argument);
-  check_allowed_observed(dir, is_host_memory(buf), file_offset, size, observed);
+  check_allowed_observed(dir, buf, file_offset, size, observed);
   ThreadPool* const pool = pool_for(thread_pool);
   if (size == 0) { return make_ready_future<std::size_t>(0); }
   auto* const state      = state_.get();
@@ -162,9 +162,9 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
     std::size_t const now = get_file_size(file.fd);
     if (file_offset + size > now) {
       std::size_t const exist = now > file_offset ? now - file_offset : 0;
-      auto recorder           = observed
-                                  ? observe(reading, false, file.cufile != nullptr, file_offset, size, path_)
-                                  : nullptr;
+      auto recorder =
+        observed ? observe(reading, false, file.cufile != nullptr, file_offset, size, source_)
+                 : nullptr;
       return done_here(
         [&]() -> std::size_t {
           if (exist > 0) {
@@ -187,8 +187,9 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
   auto const plan =
     detail::plan_local_transfer(reading, host_memory, size, task_size, gds_threshold, *pool, file);
   detail::ByteMover* const mover = plan.mover;
-  auto recorder =
-    observed ? observe(reading, host_memory, mover == nullptr, file_offset, size, path_) : nullptr;
+  auto recorder                  = observed
+                                     ? observe(reading, host_memory, mover == nullptr, file_offset, size, source_)
+                                     : nullptr;
   if (host_memory) {
     auto* const bytes = static_cast<std::byte*>(buf);
     if (plan.strategy == detail::LocalStrategy::on_caller) {
@@ -280,17 +281,17 @@ std::size_t FileHandle::sync_transfer(Direction dir,
   char const* const what = reading ? "FileHandle::read" : "FileHandle::write";
   Lease const lease      = enter(what);
   check_range(devPtr_base, size, file_offset, what);
-  check_allowed_observed(dir, false, file_offset, size, true);
+  check_allowed_observed(dir, devPtr_base, file_offset, size, true);
   if (size == 0) { return 0; }
   auto const file = local_file(dir, defaults::thread_pool_nthreads());
-  // Reported as device memory, as upstream reports this device API whatever the pointer.
+  // This is the device API: reported as device memory whatever the pointer.
   detail::LogicalObservationRecorder recorder{
     file.cufile != nullptr ? IoBackend::GDS : IoBackend::POSIX,
     reading ? TransferDirection::READ : TransferDirection::WRITE,
     MemoryKind::DEVICE,
     file_offset,
     size,
-    path_};
+    source_};
   std::size_t const moved = device_transfer(
     file.cufile != nullptr ? nullptr : &detail::host_mover(reading, size, file.pool_threads),
     reading,

@@ -163,7 +163,9 @@ MmapHandle::MmapHandle(std::string const& file_path,
                        std::size_t initial_map_offset,
                        mode_t mode,
                        std::optional<int> map_flags)
-  : path_{file_path}, map_offset_{initial_map_offset}
+  : path_{file_path},
+    source_{std::make_shared<std::string const>(file_path)},
+    map_offset_{initial_map_offset}
 {
   // Flag checks: the fixed wording callers match on, then which flags and file.
   int const oflags = open_fd_parse_flags(flags, false);
@@ -233,6 +235,7 @@ MmapHandle::MmapHandle() noexcept = default;
 
 MmapHandle::MmapHandle(MmapHandle&& o) noexcept
   : path_{std::move(o.path_)},
+    source_{std::move(o.source_)},
     fd_{o.fd_.exchange(-1)},
     file_size_{o.file_size_},
     map_offset_{o.map_offset_},
@@ -249,6 +252,7 @@ MmapHandle& MmapHandle::operator=(MmapHandle&& o) noexcept
   if (this != &o) {
     close();
     path_         = std::move(o.path_);
+    source_       = std::move(o.source_);
     fd_           = o.fd_.exchange(-1);
     file_size_    = o.file_size_;
     map_offset_   = o.map_offset_;
@@ -309,14 +313,15 @@ std::size_t MmapHandle::read(void* buf, std::optional<std::size_t> size, std::si
   KVIKIO_NVTX_FUNC_RANGE();
   auto const lease    = enter();
   std::size_t const n = checked_size(size, offset, buf);
-  bool const device   = n > 0 && !is_host_memory(buf);
+  if (n == 0) { return 0; }
+  bool const device = !is_host_memory(buf);
   detail::LogicalObservationRecorder recorder{IoBackend::MMAP,
                                               TransferDirection::READ,
                                               device ? MemoryKind::DEVICE : MemoryKind::HOST,
                                               offset,
                                               n,
-                                              path_};
-  if (n > 0) { copy_out(mapped_range(), static_cast<std::byte*>(buf), n, offset, device); }
+                                              source_};
+  copy_out(mapped_range(), static_cast<std::byte*>(buf), n, offset, device);
   recorder.finish(n);
   return n;
 }
@@ -330,8 +335,11 @@ std::future<std::size_t> MmapHandle::pread(void* buf,
   KVIKIO_NVTX_FUNC_RANGE();
   auto lease          = enter();  // held by every task until the last one is done
   std::size_t const n = checked_size(size, offset, buf);
-  bool const device   = n > 0 && !is_host_memory(buf);
-  auto* const dst     = static_cast<std::byte*>(buf);
+  KVIKIO_EXPECT(
+    task_size > 0, "`task_size` must be positive (MmapHandle::pread got 0)", std::invalid_argument);
+  KVIKIO_EXPECT(thread_pool != nullptr, "The thread pool must not be nullptr (MmapHandle::pread)");
+  bool const device = n > 0 && !is_host_memory(buf);
+  auto* const dst   = static_cast<std::byte*>(buf);
   return parallel_io(
     [lease, range = mapped_range(), dst, device](
       std::size_t buf_offset, std::size_t chunk, std::size_t file_offset) {
@@ -343,12 +351,13 @@ std::future<std::size_t> MmapHandle::pread(void* buf,
     task_size,
     thread_pool,
     0,
-    detail::observe_call(IoBackend::MMAP,
-                         TransferDirection::READ,
-                         device ? MemoryKind::DEVICE : MemoryKind::HOST,
-                         offset,
-                         n,
-                         path_));
+    n == 0 ? nullptr
+           : detail::observe_call(IoBackend::MMAP,
+                                  TransferDirection::READ,
+                                  device ? MemoryKind::DEVICE : MemoryKind::HOST,
+                                  offset,
+                                  n,
+                                  source_));
 }
 
 detail::MappedRange MmapHandle::mapped_range() const

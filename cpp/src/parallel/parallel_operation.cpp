@@ -87,7 +87,10 @@ std::future<std::size_t> parallel_io(ChunkOperation op,
   KVIKIO_EXPECT(
     task_size > 0, "`task_size` must be positive (parallel_io got 0)", std::invalid_argument);
   KVIKIO_EXPECT(pool != nullptr, "The thread pool must not be nullptr (parallel_io)");
-  if (size == 0) { return make_ready_future<std::size_t>(0); }
+  if (size == 0) {
+    if (recorder) { recorder->finish(0); }
+    return make_ready_future<std::size_t>(0);
+  }
 
   // Chunk boundaries: [0, first), then task_size steps.
   std::size_t first = std::min(size, task_size);
@@ -124,7 +127,10 @@ std::future<std::size_t> parallel_workers(std::function<std::size_t()> work,
                                           std::shared_ptr<LogicalObservationRecorder> recorder)
 {
   KVIKIO_EXPECT(pool != nullptr, "The thread pool must not be nullptr (parallel_workers)");
-  if (workers == 0) { return make_ready_future<std::size_t>(0); }
+  if (workers == 0) {
+    if (recorder) { recorder->finish(0); }
+    return make_ready_future<std::size_t>(0);
+  }
   if (workers == 1) {  // the task's own future: nothing to gather
     return submit_one(pool, std::move(work), std::move(recorder));
   }

@@ -199,9 +199,7 @@ void start_pinning_thread(Pin&& pin)
   (void)forgets_at_fork;
   pinning_threads.fetch_add(1);
   try {
-    // Never destroyed: detached threads may start while the process exits.
-    static auto const& name_thread =
-      *new std::function<void()>(make_thread_pool_init_task("kvikio-pin"));
+    static auto const& name_thread = detail::lasting_thread_namer("kvikio-pin");
     std::thread{[pin = std::forward<Pin>(pin)]() mutable {
       name_thread();
       pin();

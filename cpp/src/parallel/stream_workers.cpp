@@ -76,9 +76,7 @@ class StreamWorkers {
   // Under mutex_. @throws std::system_error if the thread cannot be started.
   void start_one_locked()
   {
-    // Never destroyed: detached threads may start while the process exits.
-    static auto const& name_thread =
-      *new std::function<void()>(make_thread_pool_init_task("kvikio-strm"));
+    static auto const& name_thread = detail::lasting_thread_namer("kvikio-strm");
     std::thread{[this] {
       name_thread();
       loop();

@@ -134,7 +134,7 @@ std::size_t parse_webhdfs_length(std::string const& json)
       "Regular expression search failed. Cannot extract file length from the JSON response. "
       "[KvikIO: WebHDFS GETFILESTATUS answer without a usable FileStatus \"length\" (a "
       "decimal integer): " +
-      redact(json.substr(0, 200)) + "]");
+      server_text_for_message(json) + "]");
   }
   return *length;
 }
@@ -161,10 +161,7 @@ WebHdfsEndpoint::WebHdfsEndpoint(std::string host,
                                  std::string port,
                                  std::string path,
                                  std::optional<std::string> username)
-  : WebHdfsEndpoint(
-      "http://" + host + ":" + port + "/webhdfs/v1/" +
-        detail::percent_encode(path.empty() || path[0] != '/' ? path : path.substr(1)),
-      std::move(username))
+  : WebHdfsEndpoint(detail::webhdfs_url(host, port, path), std::move(username))
 {
 }
 

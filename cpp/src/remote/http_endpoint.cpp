@@ -87,7 +87,7 @@ std::size_t head_content_length(RemoteEndpoint& endpoint)
   auto const length = decimal_length(header->value);
   KVIKIO_EXPECT(length.has_value(),
                 "KvikIO: size request to " + url_for_message(endpoint.str()) +
-                  " answered Content-Length \"" + redact(header->value) +
+                  " answered Content-Length \"" + server_text_for_message(header->value) +
                   "\" (expected a decimal number of bytes)",
                 std::runtime_error);
   endpoint.entity_tag_ = response_entity_tag(curl.get());

@@ -3,6 +3,8 @@
  */
 #include "remote/http_headers.hpp"
 
+#include "remote/message_redaction.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -54,7 +56,7 @@ std::size_t content_range_length(std::string_view value)
     slash == std::string_view::npos ? std::string_view{} : value.substr(slash + 1);
   auto const length = decimal_length(total);
   if (!length) {
-    throw std::runtime_error("an unusable Content-Range \"" + std::string{value} +
+    throw std::runtime_error("an unusable Content-Range \"" + server_text_for_message(value) +
                              "\" (expected \"bytes <first>-<last>/<length>\")");
   }
   return *length;

@@ -172,9 +172,17 @@ std::string error_body_for_message(std::string_view body)
       shown.append(": ").append(redact(message.substr(0, 200)));
     }
   } else {
-    auto line = body.substr(0, body.find_first_of("\r\n"));
-    shown     = redact(line.substr(0, 200));
+    return server_text_for_message(body);
   }
+  for (char& c : shown) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) { c = '?'; }
+  }
+  return shown;
+}
+
+std::string server_text_for_message(std::string_view text)
+{
+  std::string shown = redact(text.substr(0, text.find_first_of("\r\n")).substr(0, 200));
   for (char& c : shown) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) { c = '?'; }
   }

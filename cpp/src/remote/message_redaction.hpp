@@ -21,6 +21,12 @@ namespace kvikio::detail {
 [[nodiscard]] std::string redact(std::string_view text);
 
 /**
+ * @brief Text a server sent (a header's value, a JSON answer) as a message may quote it: its
+ * first line cut to 200 bytes, control bytes shown as '?', redacted.
+ */
+[[nodiscard]] std::string server_text_for_message(std::string_view text);
+
+/**
  * @brief What a server's error answer adds to a message: S3's error code and message when the
  * body is S3's XML error document ("NoSuchKey: The specified key does not exist."), otherwise
  * its first line cut to 200 bytes, control bytes shown as '?'; redacted either way. "" for an

@@ -9,6 +9,8 @@
 
 #include "remote/range_request.hpp"
 
+#include "remote/message_redaction.hpp"
+
 namespace kvikio::detail {
 namespace {
 
@@ -101,13 +103,14 @@ std::optional<std::chrono::milliseconds> RangeRequest::outcome(CurlHandle const&
     bool const resized =
       sink_.content_range().compare(0, range_end, expected_range_, 0, range_end) == 0;
     throw std::runtime_error(
-      "KvikIO: " + what() + ": the server answered Content-Range \"" + sink_.content_range() +
-      "\" instead of \"" + expected_range_ + "\"" +
+      "KvikIO: " + what() + ": the server answered Content-Range \"" +
+      server_text_for_message(sink_.content_range()) + "\" instead of \"" + expected_range_ + "\"" +
       (resized ? " (the object changed size since the handle was opened: open it again)" : ""));
   }
   if (!sink_.other_version().empty()) {
     throw std::runtime_error("KvikIO: " + what() + ": the server answered with ETag " +
-                             sink_.other_version() + ", the object it named " + expected_tag_ +
+                             server_text_for_message(sink_.other_version()) +
+                             ", the object it named " + server_text_for_message(expected_tag_) +
                              " when the handle was opened was replaced: open it again");
   }
   if (sink_.overflowed()) {

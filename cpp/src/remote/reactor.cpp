@@ -64,10 +64,8 @@ MultiPollTransport::Reactor::Reactor(std::size_t index,
 {
   open_multi();
   try {
-    // Never destroyed: detached threads may start while the process exits.
-    static auto const& name_thread =
-      *new std::function<void()>(make_thread_pool_init_task("kvikio-poll"));
-    thread_ = std::thread{[this] {
+    static auto const& name_thread = detail::lasting_thread_namer("kvikio-poll");
+    thread_                        = std::thread{[this] {
       name_thread();
       run();
     }};

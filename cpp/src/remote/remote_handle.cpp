@@ -226,14 +226,14 @@ RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint, std::size_t
     in_flight_{std::make_unique<detail::InFlight>()}
 {
   KVIKIO_EXPECT(endpoint_ != nullptr, "RemoteHandle: null endpoint", std::invalid_argument);
-  source_ = source_of(*endpoint_);
+  source_ = std::make_shared<std::string const>(source_of(*endpoint_));
 }
 
 RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint)
   : endpoint_{std::move(endpoint)}, nbytes_{0}, in_flight_{std::make_unique<detail::InFlight>()}
 {
   KVIKIO_EXPECT(endpoint_ != nullptr, "RemoteHandle: null endpoint", std::invalid_argument);
-  source_      = source_of(*endpoint_);
+  source_      = std::make_shared<std::string const>(source_of(*endpoint_));
   nbytes_      = probe_size(*endpoint_);
   served_size_ = nbytes_;
 }
@@ -358,7 +358,9 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
     task_size,
     thread_pool,
     0,
-    size > 0 ? observe(!is_host_memory(buf), file_offset, size) : nullptr);
+    size > 0 && thread_pool != nullptr && detail::monitoring_enabled()
+      ? observe(!is_host_memory(buf), file_offset, size)
+      : nullptr);
 }
 
 StreamFuture RemoteHandle::read_async(void* devPtr,

@@ -60,6 +60,32 @@ std::string s3_key_path(std::string_view key)
   return percent_encode(key, /*keep_slash=*/true);
 }
 
+std::string webhdfs_url(std::string const& host, std::string const& port, std::string const& path)
+{
+  bool const bracketed = host.size() > 2 && host.front() == '[' && host.back() == ']';
+  bool host_ok         = !host.empty() && host.find_first_of("/?#@ ") == std::string::npos &&
+                 (bracketed || host.find(':') == std::string::npos);
+  for (char const c : host) {
+    host_ok =
+      host_ok && static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
+  }
+  if (!host_ok) {
+    throw std::invalid_argument("WebHdfsEndpoint: the host \"" + url_for_message(host) +
+                                "\" is not a host name or address");
+  }
+  bool port_ok = !port.empty() && port.size() <= 5;
+  for (char const c : port) {
+    port_ok = port_ok && c >= '0' && c <= '9';
+  }
+  port_ok = port_ok && std::stoul(port) >= 1 && std::stoul(port) <= 65535;
+  if (!port_ok) {
+    throw std::invalid_argument("WebHdfsEndpoint: the port \"" + url_for_message(port) +
+                                "\" is not a port (1 to 65535)");
+  }
+  return "http://" + host + ":" + port + "/webhdfs/v1/" +
+         percent_encode(path.empty() || path[0] != '/' ? path : path.substr(1));
+}
+
 void set_request_url(CurlHandle& curl, std::string const& url)
 {
   curl.setopt(CURLOPT_URL, url.c_str());

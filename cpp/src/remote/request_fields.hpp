@@ -50,6 +50,16 @@ void check_header_value(std::string_view field, std::string_view value);
 [[nodiscard]] std::string s3_key_path(std::string_view key);
 
 /**
+ * @brief The WebHDFS URL of `path` on the name node `host`:`port`: the host a name or address
+ * (no '/', '?', '#', '@' or ':' but inside "[...]"), the port 1 to 65535 in decimal digits, the
+ * path percent-encoded segment by segment.
+ * @throws std::invalid_argument naming what is wrong.
+ */
+[[nodiscard]] std::string webhdfs_url(std::string const& host,
+                                      std::string const& port,
+                                      std::string const& path);
+
+/**
  * @brief Points `curl` at `url`, sent exactly as written: libcurl's removal of dot segments is
  * off, so a path names what its caller asked for.
  */

@@ -104,12 +104,14 @@ def as_buffer(obj: Any, *, writable: bool) -> Buffer:
             )
         if writable and readonly:
             raise ValueError("a read-only device array cannot be read into")
-        # The claimed extent must lie in the allocation: a GPU would read or write past it.
-        room = _lib.allocation_room(int(ptr)) if ptr and nbytes else None
+        # The claimed extent must lie in mapped device memory: a GPU would read or write past
+        # it. (A claim that runs on into another allocation cannot be told from one that is
+        # true.)
+        room = _lib.allocation_room(int(ptr), nbytes) if ptr and nbytes else None
         if room is not None and nbytes > room:
             raise ValueError(
                 f"a device array ({type(obj).__name__}) claims {nbytes} bytes at {int(ptr):#x}, "
-                f"but its allocation ends {room} bytes after that address"
+                f"but only {room} bytes from that address are mapped device memory"
             )
         return Buffer(int(ptr or 0), nbytes, True, obj)
     try:

@@ -665,16 +665,24 @@ PYBIND11_MODULE(_lib, m)
   m.def("is_host_memory", [](std::uintptr_t p) { return kvikio::is_host_memory(as_ptr(p)); });
   m.def("is_cuda_available", [] { return kvikio::is_cuda_available(); });
   m.def("cuda_unavailable_reason", [] { return kvikio::detail::cuda_unavailable_reason(); });
-  // Bytes from `ptr` to the end of its device allocation; None where the driver cannot tell
-  // (memory it did not allocate as such): what a __cuda_array_interface__ claims is checked.
-  m.def("allocation_room", [](std::uintptr_t ptr) -> std::optional<std::size_t> {
-    try {
-      auto const [base, size, offset] = kvikio::get_alloc_info(reinterpret_cast<void*>(ptr));
-      return size - offset;
-    } catch (std::exception const&) {
-      return std::nullopt;
-    }
-  });
+  // Mapped device bytes from `ptr` on, up to `wanted`: over the ranges the driver reports one
+  // after the other (memory mapped in chunks, such as PyTorch's expandable segments, is one
+  // range per chunk). None where the driver cannot tell (memory it did not allocate as device
+  // memory): what a __cuda_array_interface__ claims is checked.
+  m.def("allocation_room",
+        [](std::uintptr_t ptr, std::size_t wanted) -> std::optional<std::size_t> {
+          std::size_t room = 0;
+          try {
+            while (room < wanted) {
+              auto const [base, size, offset] =
+                kvikio::get_alloc_info(reinterpret_cast<void*>(ptr + room));
+              room += size - offset;
+            }
+          } catch (std::exception const&) {
+            if (room == 0) { return std::nullopt; }
+          }
+          return room;
+        });
   register_system_errors(m);
   bind_defaults(m);
   bind_file_handle(m);

@@ -274,18 +274,19 @@ def test_impossible_device_shapes_are_value_errors_naming_the_shape(tmp_path, na
 
 @pytest.mark.parametrize("name", sorted(BUFFER_CALLS))
 def test_device_array_claiming_more_than_its_allocation_is_refused(tmp_path, name):
-    """A __cuda_array_interface__ claiming 64 KiB over a 4 KiB allocation: the GPU would move
-    bytes past the allocation, so the claim is checked against the driver's range. The memory
-    comes from cuMemAlloc itself (a pool such as CuPy's may hand out part of a larger one)."""
+    """A __cuda_array_interface__ claiming 1 TiB over a 4 KiB allocation: the GPU would move
+    bytes past the allocation, into memory no allocation maps, so the claim is refused. The
+    memory comes from cuMemAlloc itself (a pool such as CuPy's may hand out part of a larger
+    one)."""
     path, content = tmp_path / "big", pattern(1 << 17, 10)
     content.tofile(path)
     small = DeviceArray(4096).copy_from_host(pattern(4096, 11))
 
     class Claim:
-        __cuda_array_interface__ = dict(small.__cuda_array_interface__, shape=(1 << 16,),
+        __cuda_array_interface__ = dict(small.__cuda_array_interface__, shape=(1 << 40,),
                                         strides=None)
 
-    with pytest.raises(ValueError, match="claims 65536 bytes at .* allocation ends 4096 bytes"):
+    with pytest.raises(ValueError, match="claims 1099511627776 bytes at .* mapped"):
         BUFFER_CALLS[name](path, Claim())
     assert np.array_equal(small.to_host(), pattern(4096, 11)), "the allocation changed"
     assert np.array_equal(np.fromfile(path, np.uint8), content), "the file changed"

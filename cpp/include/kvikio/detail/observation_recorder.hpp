@@ -11,6 +11,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <memory>
+#include <string>
 #include <string_view>
 
 #include <kvikio/observation.hpp>
@@ -49,6 +51,15 @@ class LogicalObservationRecorder {
                              std::size_t size,
                              std::string_view source = {},
                              char const* http_method = nullptr) noexcept;
+  /// @brief As above, sharing the string `source` views, so that it outlives the observation
+  /// whatever happens to the handle that made it.
+  LogicalObservationRecorder(IoBackend backend,
+                             TransferDirection direction,
+                             MemoryKind memory_kind,
+                             std::size_t offset,
+                             std::size_t size,
+                             std::shared_ptr<std::string const> source,
+                             char const* http_method = nullptr) noexcept;
   ~LogicalObservationRecorder();
   LogicalObservationRecorder(LogicalObservationRecorder const&)            = delete;
   LogicalObservationRecorder& operator=(LogicalObservationRecorder const&) = delete;
@@ -60,6 +71,7 @@ class LogicalObservationRecorder {
 
  private:
   void emit() noexcept;
+  std::shared_ptr<std::string const> source_;  // what observation_.source views, if shared
   Observation observation_{};
   bool active_{false};
   std::atomic<bool> emitted_{false};
