@@ -85,7 +85,7 @@ TEST(RemoteTrust, S3KeysWithDotSegmentsReadTheirOwnObject)
                std::runtime_error);
 }
 
-TEST(RemoteTrust, BucketNamesThatWouldNameAnotherResourceAreRefused)
+TEST(RemoteTrust, S3BucketNamesThatWouldNameAnotherResourceAreRefused)
 {
   MotoS3Server server;
   server.put("key", pattern(100, 6));

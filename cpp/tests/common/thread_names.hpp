@@ -42,8 +42,9 @@ inline std::size_t threads_named(std::string const& prefix)
 }
 
 /**
- * The threads named neither "kvikio-..." (the library's), "cudasim-..." (the simulator's) nor
- * "iou-..." (io_uring's workers, which the kernel starts in the process and names).
+ * The threads named neither "kvikio-..." (the library's), "cudasim-..." (the simulator's),
+ * "cuda..." (the real driver's own) nor "iou-..." (io_uring's workers, which the kernel starts
+ * in the process and names).
  * A thread names itself as it starts, so a snapshot may catch one just before: it is taken again
  * until it holds none (or two seconds passed), and a thread that never names itself remains.
  */
@@ -53,7 +54,7 @@ inline std::vector<std::string> unnamed_threads()
   for (int attempt = 0; attempt < 200; ++attempt) {
     unnamed.clear();
     for (auto const& name : thread_names()) {
-      if (name.rfind("kvikio-", 0) != 0 && name.rfind("cudasim-", 0) != 0 &&
+      if (name.rfind("kvikio-", 0) != 0 && name.rfind("cuda", 0) != 0 &&
           name.rfind("iou-", 0) != 0) {
         unnamed.push_back(name);
       }
