@@ -11,6 +11,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <kvikio/detail/observation_recorder.hpp>
@@ -34,11 +35,15 @@ using Entries = std::vector<std::shared_ptr<Entry>>;
 
 // The monitors, published as an immutable list: a notification reads it with one atomic load,
 // so unregistering never waits behind a stream of I/O, only for the callbacks already running.
-// A list replaced is never freed (a notification may still read it); lists change only when
-// monitors come and go.
+// A list replaced is freed once no notification reads any list (`readers` is raised before a
+// notification loads the list and checked after a new one is published, both sequentially
+// consistent: a notification that starts later reads the new list).
 struct Registry {
   std::mutex mutex;  // serialises changes of the list
-  std::atomic<Entries const*> entries{new Entries()};
+  std::unique_ptr<Entries const> current{std::make_unique<Entries const>()};
+  std::vector<std::unique_ptr<Entries const>> retired;  // replaced, perhaps still read
+  std::atomic<Entries const*> entries{current.get()};
+  std::atomic<std::size_t> readers{0};
   std::atomic<std::size_t> count{0};
   std::atomic<std::uint64_t> next_monitor_id{1};
   std::atomic<std::uint64_t> next_observation_id{1};
@@ -51,7 +56,8 @@ Registry& registry()
 }
 
 // Around fork() the lock is held, so the child finds the list whole. The child has none of the
-// threads that were inside callbacks: their counts would keep unregistering waiting forever.
+// threads that were inside callbacks or reading the list: their counts are forgotten, or
+// unregistering would wait for them forever.
 [[maybe_unused]] int const fork_handlers_registered =
   ::pthread_atfork([] { registry().mutex.lock(); },
                    [] { registry().mutex.unlock(); },
@@ -59,8 +65,19 @@ Registry& registry()
                      for (auto const& entry : *registry().entries.load()) {
                        entry->active.store(0);
                      }
+                     registry().readers.store(0);
                      registry().mutex.unlock();
                    });
+
+// Makes `next` the list notifications read (under the registry's lock).
+void publish(Registry& r, std::unique_ptr<Entries const> next)
+{
+  r.retired.reserve(r.retired.size() + 1);  // so that nothing can fail once it is published
+  r.count.store(next->size());
+  r.entries.store(next.get());
+  r.retired.push_back(std::exchange(r.current, std::move(next)));
+  if (r.readers.load() == 0) { r.retired.clear(); }
+}
 
 // Set while this thread runs a callback: nested notifications are dropped, and calls into the
 // library's I/O or the registry are refused.
@@ -70,15 +87,17 @@ template <typename Call>
 void notify(Observation const& observation, Call call) noexcept
 {
   if (!detail::monitoring_enabled() || in_callback) { return; }
-  Entries const* const entries = registry().entries.load();
-  in_callback                  = true;
-  for (auto const& entry : *entries) {
+  auto& r = registry();
+  r.readers.fetch_add(1);
+  in_callback = true;
+  for (auto const& entry : *r.entries.load()) {
     if (entry->kind != observation.kind) { continue; }
     entry->active.fetch_add(1);
     if (!entry->gone.load()) { call(*entry->monitor); }
     entry->active.fetch_sub(1);
   }
   in_callback = false;
+  r.readers.fetch_sub(1);
 }
 
 }  // namespace
@@ -139,8 +158,7 @@ std::uint64_t register_monitor(Monitor* monitor, ObservationKind kind)
   std::lock_guard const lock{r.mutex};
   auto next = std::make_unique<Entries>(*r.entries.load());
   next->push_back(entry);
-  r.count.store(next->size());
-  r.entries.store(next.release());
+  publish(r, std::move(next));
   return entry->id;
 }
 
@@ -161,8 +179,7 @@ void unregister_monitor(std::uint64_t id)
       }
     }
     if (!removed) { return; }
-    r.count.store(next->size());
-    r.entries.store(next.release());
+    publish(r, std::move(next));
   }
   removed->gone.store(true);
   // The callbacks already running end soon (they must be light): wait for them.
