@@ -96,21 +96,6 @@ struct ThreadPool::State {
   std::mutex reset_mutex;  // serialises reset() against itself
 };
 
-std::function<void()> make_thread_pool_init_task(std::string prefix)
-{
-  auto counter = std::make_shared<std::atomic<unsigned int>>(0);
-  return [counter, prefix = std::move(prefix)]() noexcept {
-    std::array<char, 16> name{};  // Linux: 15 characters and the NUL
-    std::snprintf(name.data(), name.size(), "%s-%u", prefix.c_str(), counter->fetch_add(1));
-    (void)::pthread_setname_np(::pthread_self(), name.data());
-  };
-}
-
-std::function<void()> const& detail::lasting_thread_namer(std::string prefix)
-{
-  return *new std::function<void()>(make_thread_pool_init_task(std::move(prefix)));
-}
-
 ThreadPool::ThreadPool(unsigned int nthreads, std::function<void()> init_task)
   : init_task_{std::move(init_task)}
 {
@@ -400,19 +385,6 @@ void detach_overlapping_job(ThreadPool& pool, std::function<void()> job)
 }
 
 std::size_t threads_of_live_pools() { return live_threads.load(std::memory_order_relaxed); }
-
-namespace {
-// Read when the library loads, not in a function-local static: a child of fork() forked while
-// another thread initialised that static would wait for its guard forever (pool workers and
-// every local read's plan ask for it).
-unsigned int const cores_at_load = std::thread::hardware_concurrency();
-}  // namespace
-
-unsigned int machine_cores() noexcept
-{
-  // 0 only if asked from another library's static initialiser, before this one's ran.
-  return std::max(1U, cores_at_load != 0 ? cores_at_load : std::thread::hardware_concurrency());
-}
 
 }  // namespace detail
 }  // namespace kvikio

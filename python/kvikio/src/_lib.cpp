@@ -44,8 +44,10 @@
 #include <kvikio/version_config.hpp>
 
 #include "statistics.hpp"
+#include "without_gil.hpp"
 
 namespace py = pybind11;
+using kvikio_python::without_gil;
 
 namespace {
 
@@ -62,37 +64,6 @@ off_t as_offset(std::size_t value, char const* call, char const* which)
   return static_cast<off_t>(value);
 }
 CUstream as_stream(std::uintptr_t handle) { return reinterpret_cast<CUstream>(handle); }
-
-/// Runs `f` without the GIL and takes the GIL back by a plain call, never in a destructor: in a
-/// daemon thread, taking it back while the interpreter finalizes ends the thread by pthread_exit,
-/// whose unwinding a destructor (noexcept) would turn into std::terminate of the whole process.
-/// `f`'s exception is rethrown once the GIL is held again.
-template <typename F>
-auto without_gil(F&& f)
-{
-  using R                    = decltype(f());
-  PyThreadState* const state = PyEval_SaveThread();
-  std::exception_ptr error;
-  if constexpr (std::is_void_v<R>) {
-    try {
-      f();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    PyEval_RestoreThread(state);
-    if (error) { std::rethrow_exception(error); }
-  } else {
-    std::optional<R> result;
-    try {
-      result.emplace(f());
-    } catch (...) {
-      error = std::current_exception();
-    }
-    PyEval_RestoreThread(state);
-    if (error) { std::rethrow_exception(error); }
-    return std::move(*result);
-  }
-}
 
 /// A std::future<std::size_t> that Python can wait for from any thread, any number of times.
 class Future {

@@ -8,6 +8,7 @@
  * are no summary) is a ValueError by pybind11's own translation.
  */
 #include "statistics.hpp"
+#include "without_gil.hpp"
 
 #include <pybind11/pybind11.h>
 
@@ -25,29 +26,13 @@
 #include <kvikio/statistics/summary.hpp>
 
 namespace py = pybind11;
+using kvikio_python::without_gil;
 
 namespace {
 
 using kvikio::statistics::ReportRows;
 using kvikio::statistics::Summary;
 using kvikio::statistics::SummaryMonitor;
-
-/// Runs `f` without the GIL. The GIL is retaken by a plain call, not by a guard's destructor:
-/// a daemon thread retaking it while the interpreter finalizes is ended by an unwind, which a
-/// noexcept destructor would turn into std::terminate (as _lib.cpp's without_gil() explains).
-template <typename F>
-void without_gil_then(F&& f)
-{
-  PyThreadState* const state = PyEval_SaveThread();
-  std::exception_ptr error;
-  try {
-    f();
-  } catch (...) {
-    error = std::current_exception();
-  }
-  PyEval_RestoreThread(state);
-  if (error) { std::rethrow_exception(error); }
-}
 
 py::str backend_name(std::size_t index)
 {
@@ -155,11 +140,11 @@ void bind_statistics(py::module_& m)
     s, "SummaryMonitor", "A kvikio::statistics::SummaryMonitor, counting from its creation")
     .def(py::init([] {
       std::unique_ptr<SummaryMonitor> monitor;
-      without_gil_then([&] { monitor = std::make_unique<SummaryMonitor>(); });
+      without_gil([&] { monitor = std::make_unique<SummaryMonitor>(); });
       return monitor;
     }))
     .def("get", &SummaryMonitor::get)
     .def("reset", &SummaryMonitor::reset)
     .def("since", &SummaryMonitor::since, py::arg("previous"))
-    .def("stop", [](SummaryMonitor& self) { without_gil_then([&] { self.stop(); }); });
+    .def("stop", [](SummaryMonitor& self) { without_gil([&] { self.stop(); }); });
 }
