@@ -54,7 +54,7 @@ for source in "$src/pread_bench.cpp" "$src/remote_bench.cpp" \
   cpp/benchmarks/upstream/defaults_read.cpp cpp/benchmarks/upstream/reader_workload.cpp \
   cpp/benchmarks/upstream/whole_file.cpp cpp/benchmarks/upstream/read_async_bench.cpp \
   cpp/benchmarks/upstream/devices_read.cpp cpp/benchmarks/upstream/parquet_workload.cpp \
-  cpp/benchmarks/upstream/first_call.cpp; do
+  cpp/benchmarks/upstream/first_call.cpp cpp/benchmarks/upstream/per_call.cpp; do
   name=$(basename "$source" .cpp)
   g++ -std=c++20 -O2 "${bench_defs[@]}" "${upstream_defs[@]}" -I "$cuda/include" "$source" \
     -o "$out/upstream/bin/$name" "${upstream_flags[@]}" "${link[@]}" "${driver[@]}"

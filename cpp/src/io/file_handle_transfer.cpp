@@ -21,6 +21,7 @@
 #include <kvikio/utils.hpp>
 
 #include "core/observed_promise.hpp"
+#include "core/waiting_callers.hpp"
 #include "core/worker_leftovers.hpp"
 #include "io/cufile/cufile_io.hpp"
 #include "io/file_state.hpp"
@@ -200,8 +201,15 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
         std::move(recorder));
     }
     return parallel_io(
-      [lease, mover, reading, state, file, bytes](
-        std::size_t buf_offset, std::size_t n, std::size_t offset) {
+      [lease,
+       mover,
+       reading,
+       state,
+       file,
+       bytes,
+       mark = plan.marks_hand_off ? detail::handing_off() : detail::HandOffMark{}](
+        std::size_t buf_offset, std::size_t n, std::size_t offset) mutable {
+        detail::EndOfHandOff const end{mark};
         return detail::host_transfer(
           *mover, reading, *state, file, {bytes + buf_offset, n, offset});
       },

@@ -10,6 +10,7 @@
 #include <kvikio/utils.hpp>
 
 #include "core/threadpool_internals.hpp"
+#include "core/waiting_callers.hpp"
 #include "io/io_uring/io_uring_io.hpp"
 #include "io/staging/device_staging.hpp"
 
@@ -121,11 +122,14 @@ LocalPlan plan_local_transfer(bool reading,
   bool const deep_queue = plan.mover == &io_uring_mover();
   if (size < gds_threshold) { return plan; }  // a task hand-off would cost more than the bytes
   if (host_memory) {
-    // A read of one task by system calls while the pool is backlogged: the task would wait
-    // behind a whole round of others, and the calling thread adds a core's worth of copying
-    // (many callers each keeping reads in flight, as a columnar reader's column chunks).
-    if (reading && size <= task_size && !deep_queue && alignment == 0 && backlogged) {
-      return plan;
+    // A read of one task by system calls on the caller while the pool is backlogged (the task
+    // would wait behind a whole round of others, and the calling thread adds a core's worth of
+    // copying: many callers each keeping reads in flight, as a columnar reader's column
+    // chunks), or where the caller waits for each of its reads (a hand-off would only add a
+    // wake-up and a context switch each way).
+    if (reading && size <= task_size && !deep_queue && alignment == 0) {
+      if (backlogged || caller_waits_for_each_read()) { return plan; }
+      plan.marks_hand_off = true;
     }
     plan.strategy  = LocalStrategy::ranges;
     plan.task_size = deep_queue ? range_per_thread(size, task_size, threads) : task_size;

@@ -40,6 +40,9 @@ struct LocalPlan {
   std::size_t workers{0};     ///< shared_chunks: pool threads that take chunks
   /// @brief shared_chunks: each worker's staging ring (empty: staging_ring_shape(), the settings')
   std::optional<StagingRingShape> chunks;
+  /// @brief ranges: a read of one task the caller could have run: its task reports its end to
+  /// the caller's next call (handing_off(), core/waiting_callers.hpp)
+  bool marks_hand_off{false};
   /// @brief The mover's name ("posix", "io_uring", "cufile").
   [[nodiscard]] std::string_view mover_name() const noexcept
   {
@@ -53,7 +56,8 @@ struct LocalPlan {
  * - the mover: cuFile for device memory where it serves the file, io_uring where
  *   io_uring_selected(), else POSIX;
  * - host memory: on the caller below `gds_threshold` bytes, and for a read of at most one task
- *   while the pool is backlogged (not through io_uring, whose deep queue stays on the pool's
+ *   while the pool is backlogged or where the calling thread waits for each of its reads
+ *   (caller_waits_for_each_read(); not through io_uring, whose deep queue stays on the pool's
  *   threads, nor O_DIRECT, whose unaligned pieces use a pool thread's scratch buffer, nor writes,
  *   which one pool thread keeps in order); else ranges of `task_size`, or through io_uring one
  *   range per pool thread;

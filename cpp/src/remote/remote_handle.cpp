@@ -21,6 +21,7 @@
 
 #include "core/in_flight.hpp"
 #include "core/observed_promise.hpp"
+#include "core/waiting_callers.hpp"
 #include "parallel/batch_plan.hpp"
 #include "parallel/stream_ordered.hpp"
 #include "remote/multi_poll.hpp"
@@ -345,9 +346,29 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
       std::move(lease),
       observe(device_context != nullptr, file_offset, size));
   }
+  // A read of one task where the caller waits for each of its reads: on the caller, which
+  // would only wait for a pool thread to do it (core/waiting_callers.hpp).
+  bool const one_task = size > 0 && size <= task_size && thread_pool != nullptr;
+  if (one_task && detail::caller_waits_for_each_read()) {
+    CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
+    detail::ObservedPromise done{observe(device_context != nullptr, file_offset, size)};
+    try {
+      done.set_value(read_range(
+        *endpoint_, served_size_, backend(), buf, size, file_offset, device_context, lease));
+    } catch (...) {
+      done.set_exception(std::current_exception());
+    }
+    return done.get_future();
+  }
   return parallel_io(
-    [lease, endpoint = endpoint_.get(), served_size = served_size_, backend = backend(), bytes](
-      std::size_t buf_offset, std::size_t n, std::size_t offset) {
+    [lease,
+     endpoint    = endpoint_.get(),
+     served_size = served_size_,
+     backend     = backend(),
+     bytes,
+     mark = one_task ? detail::handing_off() : detail::HandOffMark{}](
+      std::size_t buf_offset, std::size_t n, std::size_t offset) mutable {
+      detail::EndOfHandOff const end{mark};
       void* const buf = bytes + buf_offset;
       CUcontext const device_context =
         is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
