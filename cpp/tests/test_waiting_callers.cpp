@@ -77,21 +77,43 @@ TEST(WaitingCallers, AnOlderReadEndingLastReadsAsStillRunning)
   });
 }
 
-TEST(WaitingCallers, AWaitingCallerHandsOffOneReadInSixteen)
+// The calls (counted from 1) at which a waiting caller hands a read off, over `calls` calls, each
+// hand-off ended at once (`keep_in_flight_at`: that call's hand-off is left running instead).
+std::vector<int> probes(int calls, int keep_in_flight_at = 0)
+{
+  for (int i = 0; i < 2; ++i) {
+    (void)caller_waits_for_each_read();
+    handing_off().ended();
+  }
+  std::vector<int> at;
+  kvikio::detail::HandOffMark running;
+  for (int call = 1; call <= calls; ++call) {
+    if (caller_waits_for_each_read()) { continue; }
+    at.push_back(call);
+    auto mark = handing_off();
+    if (call == keep_in_flight_at) {
+      running = std::move(mark);
+    } else {
+      mark.ended();
+    }
+  }
+  running.ended();
+  return at;
+}
+
+TEST(WaitingCallers, ProbesComeLessOftenUpToOneReadInSixtyFour)
 {
   on_a_fresh_thread([] {
-    for (int i = 0; i < 2; ++i) {
-      (void)caller_waits_for_each_read();
-      handing_off().ended();
-    }
-    int handed = 0;
-    for (int i = 0; i < 32; ++i) {
-      if (!caller_waits_for_each_read()) {
-        ++handed;
-        handing_off().ended();
-      }
-    }
-    EXPECT_EQ(handed, 2);
+    EXPECT_EQ(probes(16 + 32 + 64 + 64), (std::vector<int>{16, 48, 112, 176}));
+  });
+}
+
+TEST(WaitingCallers, ReadsInFlightSendTheProbesBackToOneInSixteen)
+{
+  on_a_fresh_thread([] {
+    // The probe at 48 is left running: the next read is handed off and ends, the one after it
+    // too (two in a row make a waiting caller again), then probes come one in sixteen.
+    EXPECT_EQ(probes(48 + 2 + 16, 48), (std::vector<int>{16, 48, 49, 50, 66}));
   });
 }
 
@@ -159,7 +181,7 @@ TEST_F(WaitingCallersFile, AWaitingCallerReadsWhileThePoolIsBusy)
   });
 }
 
-TEST_F(WaitingCallersFile, ACallerThatKeepsReadsInFlightIsSeenWithinSixteenReads)
+TEST_F(WaitingCallersFile, AFreshCallerThatKeepsReadsInFlightIsSeenWithinSixteenReads)
 {
   // Four threads, all held: a read handed off waits in the queue, which stays short of a
   // backlog (as many queued as threads) for the three reads this test hands off.

@@ -35,4 +35,12 @@ namespace kvikio::detail {
   return threads * 2 <= cores;
 }
 
+/**
+ * @brief Tells the pool thread running the calling task not to spin once the task ends (it
+ * sleeps at once if no work is queued): the task expects no other to follow it soon, as the one
+ * read in sixteen that a caller waiting for each read hands off (core/waiting_callers.hpp). No
+ * effect outside a pool's task.
+ */
+void no_idle_spin_after_this_task() noexcept;
+
 }  // namespace kvikio::detail

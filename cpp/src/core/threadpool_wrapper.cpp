@@ -33,12 +33,15 @@ namespace {
 thread_local ThreadPool const* current_pool{nullptr};
 // What this worker's tasks left for it to finish (detail/worker_leftovers.hpp), if anything.
 thread_local detail::WorkerLeftovers* worker_leftovers{nullptr};
+// Set by the task that ran last on this thread (detail::no_idle_spin_after_this_task()).
+thread_local bool skip_idle_spin{false};
 
 // How long a worker that ran out of work keeps looking for more before it sleeps. A sleeping
 // worker takes tens of microseconds to wake on a GPU server (C-states, the futex round trip),
-// as long as a small read itself; a caller that reads, waits, and reads again finds its worker
-// awake. The price is at most this much of a core per worker each time its queue runs dry, paid
-// only while the pools leave half the cores to others (detail::at_most_half_the_cores()).
+// as long as a small read itself; a caller that keeps a few reads in flight, waits, and asks for
+// the next few finds its worker awake. The price is at most this much of a core per worker each
+// time its queue runs dry, paid only while the pools leave half the cores to others
+// (detail::at_most_half_the_cores()).
 constexpr auto idle_spin = std::chrono::microseconds{50};
 
 void cpu_relax() noexcept
@@ -329,7 +332,9 @@ void ThreadPool::worker_loop(State& state)
       // between never sends this one to sleep with its leftovers pending.
       if (left && state.jobs.empty()) { continue; }
     }
-    if (state.jobs.empty() && !state.stopping &&
+    bool const may_spin = !skip_idle_spin;
+    skip_idle_spin      = false;
+    if (may_spin && state.jobs.empty() && !state.stopping &&
         detail::at_most_half_the_cores(detail::threads_of_live_pools(), detail::machine_cores())) {
       std::size_t const seen = jobs_posted_.load(std::memory_order_relaxed);
       lock.unlock();
@@ -385,6 +390,11 @@ void detach_overlapping_job(ThreadPool& pool, std::function<void()> job)
 }
 
 std::size_t threads_of_live_pools() { return live_threads.load(std::memory_order_relaxed); }
+
+void no_idle_spin_after_this_task() noexcept
+{
+  if (current_pool != nullptr) { skip_idle_spin = true; }
+}
 
 }  // namespace detail
 }  // namespace kvikio

@@ -11,9 +11,9 @@
  *
  * The evidence is the caller's own reads handed to a pool: when it asks for a read and the last
  * one it handed off has ended, it waited for it (a caller keeping reads in flight finds its last
- * one still running). After two such calls in a row the thread counts as waiting; one in
- * sixteen of its reads is handed off even then, so that a caller that starts keeping reads in
- * flight is seen within sixteen reads.
+ * one still running). After two such calls in a row the thread counts as waiting; one of its
+ * reads in sixteen is handed off even then (a probe), so that a caller that starts keeping reads
+ * in flight is seen. Each probe that finds it waiting doubles the interval, up to one in 64.
  */
 
 #include <atomic>
@@ -26,23 +26,21 @@ namespace kvikio::detail {
 class HandOffMark {
  public:
   HandOffMark() noexcept = default;
-  HandOffMark(std::shared_ptr<std::atomic<std::uint64_t>> last_ended, std::uint64_t sequence)
-    : last_ended_{std::move(last_ended)}, sequence_{sequence}
+  HandOffMark(std::shared_ptr<std::atomic<std::uint64_t>> last_ended,
+              std::uint64_t sequence,
+              bool probe)
+    : last_ended_{std::move(last_ended)}, sequence_{sequence}, probe_{probe}
   {
   }
   /// @brief Marks the read ended: called before its result is published, so that a caller
-  /// woken by the result sees it.
-  void ended() noexcept
-  {
-    if (last_ended_) {
-      last_ended_->store(sequence_, std::memory_order_release);
-      last_ended_.reset();
-    }
-  }
+  /// woken by the result sees it. The pool thread that ran a waiting caller's probe sleeps once
+  /// idle rather than spin: the caller's next reads run on the caller.
+  void ended() noexcept;
 
  private:
   std::shared_ptr<std::atomic<std::uint64_t>> last_ended_;
   std::uint64_t sequence_{0};
+  bool probe_{false};
 };
 
 /// @brief Ends a HandOffMark as the scope ends: as a task returns or throws, before the pool
