@@ -337,8 +337,10 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
                 "`task_size` must be positive (RemoteHandle::pread got 0)",
                 std::invalid_argument);
   auto* const bytes = static_cast<std::byte*>(buf);
+  // Where the bytes go, asked once for the whole call (its tasks share the allocation).
+  CUcontext const device_context =
+    size == 0 || is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
   if (backend() == RemoteBackendType::LIBCURL_MULTI_POLL && size > 0) {
-    CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
     return detail::MultiPollTransport::instance().pread(
       *endpoint_,
       served_size_,
@@ -350,7 +352,6 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
   // would only wait for a pool thread to do it (core/waiting_callers.hpp).
   bool const one_task = size > 0 && size <= task_size && thread_pool != nullptr;
   if (one_task && detail::caller_waits_for_each_read()) {
-    CUcontext const device_context = is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
     detail::ObservedPromise done{observe(device_context != nullptr, file_offset, size)};
     try {
       done.set_value(read_range(
@@ -366,22 +367,20 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
      served_size = served_size_,
      backend     = backend(),
      bytes,
+     device_context,
      mark = one_task ? detail::handing_off() : detail::HandOffMark{}](
       std::size_t buf_offset, std::size_t n, std::size_t offset) mutable {
       detail::EndOfHandOff const end{mark};
-      void* const buf = bytes + buf_offset;
-      CUcontext const device_context =
-        is_host_memory(buf) ? nullptr : get_context_from_pointer(buf);
-      return read_range(*endpoint, served_size, backend, buf, n, offset, device_context, lease);
+      return read_range(
+        *endpoint, served_size, backend, bytes + buf_offset, n, offset, device_context, lease);
     },
     size,
     file_offset,
     task_size,
     thread_pool,
     0,
-    size > 0 && thread_pool != nullptr && detail::monitoring_enabled()
-      ? observe(!is_host_memory(buf), file_offset, size)
-      : nullptr);
+    size > 0 && thread_pool != nullptr ? observe(device_context != nullptr, file_offset, size)
+                                       : nullptr);
 }
 
 StreamFuture RemoteHandle::read_async(void* devPtr,
