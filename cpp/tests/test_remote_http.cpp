@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <kvikio/defaults.hpp>
+#include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/url.hpp>
 #include <kvikio/remote_handle.hpp>
 #include <kvikio/threadpool_wrapper.hpp>
@@ -143,6 +145,47 @@ TEST_F(HttpRead, Errors)
   auto empty = RemoteHandle::open(server_.url("empty.bin"));
   EXPECT_EQ(empty.nbytes(), 0U);
   EXPECT_EQ(empty.pread(nullptr, 0).get(), 0U);
+}
+
+// At `info` each handle says once what it decided: the object without its query (a presigned
+// URL's signature stays out), its size and where that came from, the transport, the requests.
+TEST_F(HttpRead, AnOpeningIsOneInfoLineWithoutTheQuery)
+{
+  kvikio::test::TempDir const dir;
+  std::string const log = dir.file("log");
+  auto& logger          = kvikio::detail::Logger::instance();
+  ASSERT_TRUE(logger.set_file(log));
+  logger.set_level(kvikio::detail::LogLevel::info);
+  std::string const url = server_.url("object.bin");
+  {
+    auto probed = RemoteHandle::open(url + "?X-Amz-Signature=s3cr3tsignature");
+    auto given  = RemoteHandle::open(url, RemoteEndpointType::HTTP, std::nullopt, 1000);
+  }
+  logger.set_level(kvikio::detail::LogLevel::warn);
+  ASSERT_TRUE(logger.set_file(""));
+  auto const bytes = kvikio::test::read_file(log);
+  std::string const text(bytes.begin(), bytes.end());
+  EXPECT_EQ(text.find("s3cr3tsignature"), std::string::npos) << text;
+  std::string const start = "RemoteHandle(" + url + "): ";
+  auto const first        = text.find(start);
+  ASSERT_NE(first, std::string::npos) << text;
+  auto const second = text.find(start, first + 1);
+  ASSERT_NE(second, std::string::npos) << text;
+  EXPECT_EQ(text.find(start, second + 1), std::string::npos) << "one line per handle:\n" << text;
+  auto const line = [&](std::size_t at) { return text.substr(at, text.find('\n', at) - at); };
+  std::string const transport =
+    kvikio::defaults::remote_io_backend() == kvikio::RemoteIOBackend::MULTI_POLL
+      ? "; MULTI_POLL, "
+      : "; EASY_THREADPOOL, ";
+  for (std::string const& part : {std::string{"S3_PRESIGNED_URL, "},
+                                  std::to_string(content_.size()) + " bytes (from a HEAD request)",
+                                  transport,
+                                  std::string{"; timeout "},
+                                  std::string{" attempts (retrying 429, 500, 502, 503, 504)"}}) {
+    EXPECT_NE(line(first).find(part), std::string::npos)
+      << part << " missing from: " << line(first);
+  }
+  EXPECT_NE(line(second).find("): HTTP, 1000 bytes (as given)"), std::string::npos) << line(second);
 }
 
 // Only the range asked for arrives, even when the handle is told a smaller size than the object.

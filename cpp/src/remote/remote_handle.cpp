@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include <kvikio/detail/logger.hpp>
 #include <kvikio/detail/nvtx.hpp>
 #include <kvikio/detail/url.hpp>
 #include <kvikio/error.hpp>
@@ -127,6 +128,49 @@ std::size_t read_range(RemoteEndpoint& endpoint,
   return size;
 }
 
+// What a new handle decided, at `info` (KVIKIO_LOG_LEVEL): the object (its URL without query or
+// credentials), its size and where it came from, the transport with its connections, and the
+// request rule. The settings that chose each are named in docs/settings.md.
+void log_opening(RemoteEndpoint const& endpoint,
+                 std::string const& source,
+                 std::size_t nbytes,
+                 bool size_probed)
+{
+  if (!detail::Logger::instance().enabled(detail::LogLevel::info)) { return; }
+  std::string transport;
+  if (defaults::remote_io_backend() == RemoteIOBackend::MULTI_POLL) {
+    unsigned const reactors = defaults::remote_io_num_reactors();
+    transport               = std::string{"MULTI_POLL, "} + std::to_string(reactors) +
+                (reactors == 1 ? " reactor" : " reactors") + " of at most " +
+                std::to_string(defaults::remote_max_connections()) + " connections each";
+  } else {
+    unsigned const threads = defaults::thread_pool_nthreads();
+    transport              = std::string{"EASY_THREADPOOL, the pool's "} + std::to_string(threads) +
+                (threads == 1 ? " thread" : " threads") + " with a connection each";
+  }
+  std::string retried;
+  for (int const code : defaults::http_status_codes()) {
+    retried += (retried.empty() ? "" : ", ") + std::to_string(code);
+  }
+  KVIKIO_LOG_INFO("RemoteHandle(",
+                  source,
+                  "): ",
+                  type_name(endpoint.remote_endpoint_type()),
+                  ", ",
+                  nbytes,
+                  " bytes (",
+                  size_probed ? "from a HEAD request" : "as given",
+                  "); ",
+                  transport,
+                  "; timeout ",
+                  defaults::http_timeout(),
+                  " s, at most ",
+                  defaults::http_max_attempts(),
+                  " attempts (retrying ",
+                  retried.empty() ? std::string{"no status"} : retried,
+                  ")");
+}
+
 }  // namespace
 
 RemoteHandle RemoteHandle::open(std::string const& url,
@@ -228,6 +272,7 @@ RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint, std::size_t
 {
   KVIKIO_EXPECT(endpoint_ != nullptr, "RemoteHandle: null endpoint", std::invalid_argument);
   source_ = std::make_shared<std::string const>(source_of(*endpoint_));
+  log_opening(*endpoint_, *source_, nbytes_, false);
 }
 
 RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint)
@@ -237,6 +282,7 @@ RemoteHandle::RemoteHandle(std::unique_ptr<RemoteEndpoint> endpoint)
   source_      = std::make_shared<std::string const>(source_of(*endpoint_));
   nbytes_      = probe_size(*endpoint_);
   served_size_ = nbytes_;
+  log_opening(*endpoint_, *source_, nbytes_, true);
 }
 
 RemoteHandle::RemoteHandle(RemoteHandle&& o) noexcept
