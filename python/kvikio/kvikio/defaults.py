@@ -238,6 +238,21 @@ class EffectiveSetting(NamedTuple):
     effective: Any  # of the same type; differs where the library decides (compat mode AUTO...)
     why: str  # why effective is what it is, where it differs ("" otherwise)
 
+    def __str__(self) -> str:
+        """``name: value`` where the library acts on the configured value, else ``name:
+        configured -> effective (why)``; enumerations by their names."""
+
+        def text(value: Any) -> str:
+            if isinstance(value, enum.Enum):
+                return value.name
+            if isinstance(value, list):
+                return ",".join(str(v) for v in value)
+            return str(value)
+
+        if self.effective == self.configured:
+            return f"{self.name}: {text(self.effective)}"
+        return f"{self.name}: {text(self.configured)} -> {text(self.effective)} ({self.why})"
+
 
 # Other names of one setting.
 _CANONICAL = {"num_threads": "thread_pool_nthreads", "remote_backend": "remote_io_backend"}

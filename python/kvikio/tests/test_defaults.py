@@ -86,3 +86,16 @@ def test_effective_settings_are_typed_and_explained():
         assert kvikio.defaults.get_effective("num_threads") == 3
     with pytest.raises(KeyError, match="unknown setting"):
         kvikio.defaults.get_effective("no_such_setting")
+
+
+def test_effective_settings_print_enumerations_by_name():
+    with kvikio.defaults.set({"compat_mode": "AUTO", "remote_io_backend": "MULTI_POLL",
+                              "num_threads": 3}):
+        effective = kvikio.defaults.effective()
+        compat = effective["compat_mode"]
+        decided = compat.effective.name
+        assert str(compat) == f"compat_mode: AUTO -> {decided} ({compat.why})"
+        assert str(effective["remote_io_backend"]) == "remote_io_backend: MULTI_POLL"
+        assert str(effective["thread_pool_nthreads"]) == "thread_pool_nthreads: 3"
+        codes = ",".join(str(c) for c in kvikio.defaults.get("http_status_codes"))
+        assert str(effective["http_status_codes"]) == f"http_status_codes: {codes}"
