@@ -14,7 +14,10 @@
 #                       (default 300) per local backend in the Release, ASan+UBSan and TSan builds
 #   ./build.sh demo     only what the demo needs (ci/install-deps.sh --demo), the library and
 #                       cpp/examples into build/demo, then run cpp/examples/basic_io
+#   ./build.sh docs     ... and the docs site (Doxygen + Sphinx) into build/docs/html, with
+#                       only the library and the Python package built
 #   ./build.sh clean    remove the build folders
+#   ./build.sh help     this text
 #
 # Environment: JOBS (parallel build jobs, default nproc), TEST_JOBS (tests at once, default
 # 2 x JOBS), BUILD_ROOT (default ./build), FUZZ_CORPUS_DIR (default ~/.cache/kvikio/fuzz-corpus).
@@ -75,13 +78,15 @@ if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
 fi
 
-# configure_and_build <name> [cmake arguments...]: a build folder per configuration.
+# configure_and_build <name> [cmake arguments...]: a build folder per configuration; every
+# target, or only those in the array build_targets.
+build_targets=()
 configure_and_build() {
   local name=$1
   shift
   cmake -S . -B "$BUILD_ROOT/$name" -G Ninja -DKvikIO_WARNINGS_AS_ERRORS=ON "${launcher[@]}" \
     -DKvikIO_TEST_PYTHON="$VENV/bin/python" "$@" >/dev/null
-  cmake --build "$BUILD_ROOT/$name" -j "$JOBS"
+  cmake --build "$BUILD_ROOT/$name" -j "$JOBS" ${build_targets[@]+--target "${build_targets[@]}"}
 }
 
 # run_suite <name> [VAR=value...]: ctest in that build folder; any failure or sanitizer report
@@ -130,9 +135,18 @@ failed_test_output() {
 # Python, Debian's /usr/bin/python3 (a python3 earlier on PATH may be another build).
 build_release() {
   step "Release build"
-  configure_and_build release -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_INSTALL_PREFIX="$BUILD_ROOT/install" -DKvikIO_BUILD_PYTHON=ON \
-    -DPython3_EXECUTABLE="$VENV/bin/python"
+  configure_and_build release "${release_options[@]}"
+}
+release_options=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$BUILD_ROOT/install"
+  -DKvikIO_BUILD_PYTHON=ON -DPython3_EXECUTABLE="$VENV/bin/python")
+
+# What the docs site needs of the Release build: the library and the staged Python package
+# (autodoc imports it), not the tests, benchmarks and examples.
+build_for_docs() {
+  step "Release build: the library and the Python package (what the docs need)"
+  build_targets=(_lib kvikio_python_sources)
+  configure_and_build release "${release_options[@]}"
+  build_targets=()
 }
 
 format_check() {
@@ -316,7 +330,7 @@ case "$command" in
     ;;
   docs)
     dependencies
-    build_release
+    build_for_docs
     docs_site
     ;;
   soak)
@@ -346,8 +360,12 @@ case "$command" in
   clean)
     rm -rf "$BUILD_ROOT"
     ;;
+  help | -h | --help)
+    # This file's opening comment: each command and the environment it reads.
+    sed -n '3,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"
+    ;;
   *)
-    echo "usage: ./build.sh [build|test|soak|demo|docs|clean]" >&2
+    echo "usage: ./build.sh [build|test|soak|demo|docs|clean|help]" >&2
     exit 2
     ;;
 esac
