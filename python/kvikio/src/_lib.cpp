@@ -549,6 +549,7 @@ void bind_cufile_driver(py::module_& m)
   c.def("is_cufile_usable", [] { return kvikio::detail::is_cufile_usable(); });
   c.def("is_gds_available", [] { return kvikio::detail::is_gds_available(); });
   c.def("libcufile_version", [] { return kvikio::cufile_version(); });
+  c.def("is_cufile_library_available", [] { return kvikio::is_cufile_library_available(); });
   // Without cuFile there is no driver to open: a RuntimeError that says why.
   c.def("driver_open", [] {
     KVIKIO_EXPECT(kvikio::is_cufile_library_available(),

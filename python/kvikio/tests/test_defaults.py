@@ -99,3 +99,17 @@ def test_effective_settings_print_enumerations_by_name():
         assert str(effective["thread_pool_nthreads"]) == "thread_pool_nthreads: 3"
         codes = ",".join(str(c) for c in kvikio.defaults.get("http_status_codes"))
         assert str(effective["http_status_codes"]) == f"http_status_codes: {codes}"
+
+
+def test_system_info_names_a_missing_libcufile(capsys):
+    from kvikio.benchmarks.utils import pprint_sys_info
+
+    pprint_sys_info()
+    line = next(l for l in capsys.readouterr().out.splitlines() if l.startswith("libcufile version"))
+    major, minor = kvikio.cufile_driver.libcufile_version()
+    if not kvikio.cufile_driver._c.is_cufile_library_available():
+        assert line.endswith("| none (libcufile.so.0 does not load)"), line
+    elif major:
+        assert line.endswith(f"| {major}.{minor}"), line
+    else:
+        assert line.endswith("| unknown (earlier than cuFile 1.8)"), line

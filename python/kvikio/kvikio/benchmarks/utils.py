@@ -54,7 +54,12 @@ def pprint_sys_info() -> None:
     except ImportError:
         gpu_name = mem_total = bar1_total = "Unknown (install nvidia-ml-py)"
     major, minor = kvikio.cufile_driver.libcufile_version()
-    version = f"{major}.{minor}" if major else "unknown (earlier than cuFile 1.8)"
+    if major:
+        version = f"{major}.{minor}"
+    elif not kvikio.cufile_driver._c.is_cufile_library_available():
+        version = "none (libcufile.so.0 does not load)"
+    else:
+        version = "unknown (earlier than cuFile 1.8)"
     gds = (f"v{props.major_version}.{props.minor_version}" if props.is_gds_available
            else "N/A (Compatibility Mode)")
     config = os.path.realpath(os.getenv("CUFILE_ENV_PATH_JSON", "/etc/cufile.json"))
