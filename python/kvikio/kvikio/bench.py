@@ -122,7 +122,9 @@ def remote(args) -> None:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m kvikio.bench", description=__doc__,
+    # The module's docstring without its reStructuredText literals' backquotes.
+    parser = argparse.ArgumentParser(prog="python -m kvikio.bench",
+                                     description=__doc__.replace("``", ""),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     threads = lambda t: [int(x) for x in t.split(",")]  # noqa: E731

@@ -113,3 +113,13 @@ def test_system_info_names_a_missing_libcufile(capsys):
         assert line.endswith(f"| {major}.{minor}"), line
     else:
         assert line.endswith("| unknown (earlier than cuFile 1.8)"), line
+
+
+def test_bench_help_is_plain_text(capsys):
+    import kvikio.bench
+
+    with pytest.raises(SystemExit):
+        kvikio.bench.main(["--help"])
+    out = capsys.readouterr().out
+    assert "python -m kvikio.bench local read|write" in out
+    assert "``" not in out
