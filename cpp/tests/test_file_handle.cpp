@@ -132,6 +132,9 @@ TEST(FileHandleOpen, CompatModeOffWithoutCufileSaysWhy)
     FAIL() << "compat mode OFF without cuFile was accepted";
   } catch (kvikio::CUfileException const& e) {
     EXPECT_NE(std::string{e.what()}.find("compat mode is OFF"), std::string::npos) << e.what();
+    // Every place the setting comes from is named, not only the variable.
+    EXPECT_NE(std::string{e.what()}.find("defaults::set_compat_mode()"), std::string::npos)
+      << e.what();
   }
   FileHandle automatic{dir.file("g"), "w", FileHandle::m644, kvikio::CompatMode::AUTO};
   EXPECT_TRUE(automatic.get_compat_mode_manager().is_compat_mode_preferred());

@@ -38,7 +38,8 @@ CompatModeManager::CompatModeManager(std::string const& file_path, int fd, Compa
   }
   KVIKIO_EXPECT(
     requested != CompatMode::OFF,
-    "compat mode is OFF (KVIKIO_COMPAT_MODE or the compat_mode argument) but cuFile cannot "
+    "compat mode is OFF (KVIKIO_COMPAT_MODE, defaults::set_compat_mode(), Python's "
+    "defaults.set(\"compat_mode\", ...), or the compat_mode argument) but cuFile cannot "
     "serve " +
       file_path + ": " + why_not);
   reason_ = "compat mode AUTO: " + why_not;
