@@ -76,9 +76,11 @@ std::optional<std::pair<std::string_view, T>> getenv_aliases(
       found.emplace(name, std::move(value));
       found_text = *text;
     } else if (!(found->second == value)) {
-      throw std::invalid_argument(std::string{found->first} + "=" + found_text + " and " +
-                                  std::string{name} + "=" + *text +
-                                  " are aliases of one setting but differ; set only one of them");
+      // Upstream's wording (getenv_or's), then what to do.
+      throw std::invalid_argument("Environment variable " + std::string{name} + " (" +
+                                  std::string{*text} + ") has already been set by its alias " +
+                                  std::string{found->first} + " (" + found_text +
+                                  ") with a different value. Set only one of them.");
     }
   }
   return found;
