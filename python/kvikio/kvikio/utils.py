@@ -1,9 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """Helpers upstream's users rely on: a local HTTP server for tests and benchmarks, a call-once
-decorator, and deprecation notices."""
+decorator, and deprecation notices.
+
+``python -m kvikio.utils serve DIR [--host H] [--port P] [--delay-ms MS]`` serves a folder
+over HTTP with HEAD and range requests (what remote reads send, and what ``python -m
+http.server`` does not answer), optionally waiting MS milliseconds before each response, for
+C++ and Python programs alike."""
 
 from __future__ import annotations
 
+import argparse
 import functools
 import multiprocessing
 import os
@@ -22,7 +28,13 @@ class RangeRequestHandler(SimpleHTTPRequestHandler):
 
     _RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
 
+    def __init__(self, *args: Any, first_byte_delay: float = 0.0, **kwargs: Any) -> None:
+        self.first_byte_delay = first_byte_delay  # seconds before each response
+        super().__init__(*args, **kwargs)
+
     def send_head(self):
+        if self.first_byte_delay > 0:
+            time.sleep(self.first_byte_delay)
         self._remaining = None
         match = self._RANGE.match(self.headers.get("Range", "").strip())
         if match is None:
@@ -166,3 +178,40 @@ def kvikio_deprecate_module(msg: str = "", *, since: str) -> None:
         category=FutureWarning,
         stacklevel=2,
     )
+
+
+def serve(directory: str, host: str = "127.0.0.1", port: int = 8000,
+          delay_ms: float = 0.0) -> None:
+    """Serves ``directory`` at ``http://host:port/`` with HEAD and range requests until
+    interrupted; prints the URL first (``port`` 0: any free port)."""
+    handler = functools.partial(RangeRequestHandler, directory=directory,
+                                first_byte_delay=delay_ms / 1000)
+    with ThreadingHTTPServer((host, port), handler) as httpd:
+        bound_host, bound_port = httpd.server_address[:2]
+        delay = f", {delay_ms:g} ms before each response" if delay_ms > 0 else ""
+        print(f"serving {directory} at http://{bound_host}:{bound_port}/ (HEAD and ranges{delay});"
+              " Ctrl-C stops", flush=True)
+        try:
+            httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m kvikio.utils",
+                                     description="A local HTTP server for remote reads.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="serve a folder with HEAD and range requests")
+    s.add_argument("directory", help="the folder to serve")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    s.add_argument("--port", type=int, default=8000, help="port (8000; 0: any free one)")
+    s.add_argument("--delay-ms", type=float, default=0.0,
+                   help="milliseconds to wait before each response (0)")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.directory):
+        parser.error(f"{args.directory!r} is not a folder")
+    serve(args.directory, args.host, args.port, args.delay_ms)
+
+
+if __name__ == "__main__":
+    main()

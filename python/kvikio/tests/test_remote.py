@@ -74,3 +74,33 @@ def test_errors(nginx):
     with pytest.raises(RuntimeError, match="Unsupported endpoint URL"):
         kvikio.RemoteFile.open(f"{url}/data.bin", allow_list=[kvikio.RemoteEndpointType.S3])
     assert kvikio.is_remote_file_available()
+
+
+def test_serve_command_answers_remote_reads(tmp_path):
+    """``python -m kvikio.utils serve``: the documented local server for C++ and Python."""
+    import subprocess
+    import sys
+    import urllib.request
+
+    data = np.random.default_rng(5).integers(0, 256, 300_000, dtype=np.uint8)
+    (tmp_path / "f.bin").write_bytes(data.tobytes())
+    server = subprocess.Popen(
+        [sys.executable, "-m", "kvikio.utils", "serve", str(tmp_path), "--port", "0",
+         "--delay-ms", "5"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        assert line.startswith(f"serving {tmp_path} at http://127.0.0.1:"), line
+        assert "5 ms before each response" in line, line
+        url = line.split(" at ")[1].split(" ")[0] + "f.bin"
+        with kvikio.RemoteFile.open_http(url) as f:
+            assert f.nbytes() == data.size
+            out = np.full(data.size + 2, POISON, dtype=np.uint8)
+            assert f.pread(out[1:-1], 200_000, 7).get() == 200_000
+            assert (out[1:200_001] == data[7:200_007]).all()
+            assert out[0] == POISON and (out[200_001:] == POISON).all()
+        tail = urllib.request.Request(url, headers={"Range": "bytes=-10"})
+        with urllib.request.urlopen(tail) as r:
+            assert r.status == 206 and r.read() == data[-10:].tobytes()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
