@@ -141,8 +141,8 @@ TEST(EffectiveSettings, ReportHasALinePerSetting)
     << report;
 }
 
-// Each FileHandle logs, at info level, one line saying how its bytes move: compat mode and why,
-// the backend and why, O_DIRECT, the pool.
+// Each FileHandle logs one short line at info level saying how its bytes move (compat mode, the
+// backend, O_DIRECT, the pool), and at debug level the same with why.
 TEST(EffectiveSettings, EachHandleLogsHowItsBytesMove)
 {
   kvikio::test::TempDir const dir;
@@ -150,24 +150,41 @@ TEST(EffectiveSettings, EachHandleLogsHowItsBytesMove)
   std::string const log  = dir.file("log");
   std::ofstream{data} << "some bytes";
   auto& logger = kvikio::detail::Logger::instance();
-  ASSERT_TRUE(logger.set_file(log));
-  logger.set_level(kvikio::detail::LogLevel::info);
   kvikio::defaults::set_local_io_backend(kvikio::LocalIOBackend::POSIX);
-  {
-    kvikio::FileHandle const file{data, "r", kvikio::FileHandle::m644, kvikio::CompatMode::ON};
-  }
-  logger.set_level(kvikio::detail::LogLevel::warn);
-  ASSERT_TRUE(logger.set_file(""));
-  auto const text              = read_text(log);
-  std::string const line_start = "FileHandle(\"" + data + "\", \"r\"): ";
-  auto const at                = text.find(line_start);
-  ASSERT_NE(at, std::string::npos) << text;
-  EXPECT_EQ(text.find(line_start, at + 1), std::string::npos) << "one line per handle:\n" << text;
-  auto const line = text.substr(at, text.find('\n', at) - at);
+  auto const lines_at = [&](kvikio::detail::LogLevel level) {
+    EXPECT_TRUE(logger.set_file(log));
+    logger.set_level(level);
+    {
+      kvikio::FileHandle const file{data, "r", kvikio::FileHandle::m644, kvikio::CompatMode::ON};
+    }
+    logger.set_level(kvikio::detail::LogLevel::warn);
+    EXPECT_TRUE(logger.set_file(""));
+    std::string const text = read_text(log);
+    std::remove(log.c_str());
+    return text;
+  };
+  std::string const start = "FileHandle(\"" + data + "\", \"r\")";
+  auto const line         = [](std::string const& text, std::size_t at) {
+    return text.substr(at, text.find('\n', at) - at);
+  };
+
+  std::string const info = lines_at(kvikio::detail::LogLevel::info);
+  auto const at          = info.find(start + ": ");
+  ASSERT_NE(at, std::string::npos) << info;
+  EXPECT_EQ(info.find(start, at + 1), std::string::npos) << "one line per handle:\n" << info;
+  EXPECT_EQ(line(info, at),
+            start +
+              ": device memory staged in pinned buffers; host memory and device memory "
+              "through posix; O_DIRECT open; pool of 1 thread (the process's)");
+
+  std::string const debug = lines_at(kvikio::detail::LogLevel::debug);
+  auto const why          = debug.find(start + " and why: ");
+  ASSERT_NE(why, std::string::npos) << debug;
   for (char const* part : {"device memory staged in pinned buffers (compat mode ON)",
                            "through posix (KVIKIO_LOCAL_IO_BACKEND=posix)",
-                           "O_DIRECT ",
+                           "O_DIRECT open (reads: ",
                            "; pool of "}) {
-    EXPECT_NE(line.find(part), std::string::npos) << part << " missing from: " << line;
+    EXPECT_NE(line(debug, why).find(part), std::string::npos)
+      << part << " missing from: " << line(debug, why);
   }
 }

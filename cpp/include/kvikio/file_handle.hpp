@@ -250,9 +250,9 @@ class FileHandle {
   using Lease = std::shared_ptr<void>;  // a detail::InFlight lease on the descriptors
   // A lease for an operation named `what`. @throws std::runtime_error if the handle is closed.
   [[nodiscard]] Lease enter(char const* what) const;
-  // How this handle's bytes move and why (compat mode, backend, O_DIRECT, pool), in words: the
-  // line logged at info level when it opens a file.
-  [[nodiscard]] std::string how_bytes_move() const;
+  // How this handle's bytes move (compat mode, backend, O_DIRECT, pool), in words, and with
+  // `with_reasons` why: the lines logged at info and debug level when it opens a file.
+  [[nodiscard]] std::string how_bytes_move(bool with_reasons) const;
   // The descriptors (and cuFile handle) a backend uses for a transfer in direction `dir` whose
   // tasks run on a pool of `pool_threads` threads.
   [[nodiscard]] detail::LocalFile local_file(Direction dir, std::size_t pool_threads) const;

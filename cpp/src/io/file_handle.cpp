@@ -83,23 +83,31 @@ FileHandle::FileHandle(std::string const& file_path,
     close();
     throw;
   }
-  KVIKIO_LOG_INFO("FileHandle(\"", file_path, "\", \"", flags, "\"): ", how_bytes_move());
+  KVIKIO_LOG_INFO("FileHandle(\"", file_path, "\", \"", flags, "\"): ", how_bytes_move(false));
+  KVIKIO_LOG_DEBUG(
+    "FileHandle(\"", file_path, "\", \"", flags, "\") and why: ", how_bytes_move(true));
 }
 
-std::string FileHandle::how_bytes_move() const
+std::string FileHandle::how_bytes_move(bool with_reasons) const
 {
   bool const own_pool        = defaults::thread_pool_per_block_device();
   unsigned int const threads = defaults::thread_pool_nthreads();
   auto const staged          = detail::local_backend_choice(threads);
+  auto const reason          = [&](std::string const& why) {
+    return with_reasons ? " (" + why + ")" : std::string{};
+  };
   std::string text = compat_.is_compat_mode_preferred() ? "device memory staged in pinned buffers"
                                                         : "device memory through cuFile";
-  text += " (" + compat_.reason() + "); host memory";
+  text += reason(compat_.reason()) + "; host memory";
   if (compat_.is_compat_mode_preferred()) { text += " and device memory"; }
-  text += " through " + staged.backend + " (" + staged.why + "); O_DIRECT ";
-  text += fd_direct_ >= 0
-            ? std::string{"open (reads: "} + (defaults::auto_direct_io_read() ? "on" : "off") +
-                ", writes: " + (defaults::auto_direct_io_write() ? "on" : "off") + ")"
-            : std::string{"refused by the file system"};
+  text += " through " + staged.backend + reason(staged.why) + "; O_DIRECT ";
+  if (fd_direct_ < 0) {
+    text += "refused by the file system";
+  } else {
+    text += "open";
+    text += reason(std::string{"reads: "} + (defaults::auto_direct_io_read() ? "on" : "off") +
+                   ", writes: " + (defaults::auto_direct_io_write() ? "on" : "off"));
+  }
   text += "; pool of " + std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
           (own_pool ? " per block device" : " (the process's)");
   return text;
