@@ -188,3 +188,30 @@ TEST(EffectiveSettings, EachHandleLogsHowItsBytesMove)
       << part << " missing from: " << line(debug, why);
   }
 }
+
+// With KVIKIO_LOG_LEVEL=info the first handle of the process logs what every setting comes to,
+// a line each, and no handle after it does.
+TEST(EffectiveSettings, TheFirstHandleLogsEverySettingOnce)
+{
+  kvikio::test::TempDir const dir;
+  std::string const data = dir.file("data");
+  std::string const log  = dir.file("log");
+  std::ofstream{data} << "some bytes";
+  auto& logger = kvikio::detail::Logger::instance();
+  ASSERT_TRUE(logger.set_file(log));
+  logger.set_level(kvikio::detail::LogLevel::info);
+  for (int i = 0; i < 3; ++i) {
+    kvikio::FileHandle const file{data, "r"};
+  }
+  logger.set_level(kvikio::detail::LogLevel::warn);
+  ASSERT_TRUE(logger.set_file(""));
+  std::string const text = read_text(log);
+  for (auto const& s : kvikio::effective_settings()) {
+    std::string const line = "effective setting: " + s.name + " = " + s.effective;
+    auto const at          = text.find(line);
+    EXPECT_NE(at, std::string::npos) << line << " missing from:\n" << text;
+    EXPECT_EQ(text.find(line, at + 1), std::string::npos) << "logged twice:\n" << text;
+  }
+  // Before the first handle's own line.
+  EXPECT_LT(text.find("effective setting: "), text.find("FileHandle(\"")) << text;
+}

@@ -186,6 +186,12 @@ TEST_F(HttpRead, AnOpeningIsOneInfoLineWithoutTheQuery)
       << part << " missing from: " << line(first);
   }
   EXPECT_NE(line(second).find("): HTTP, 1000 bytes (as given)"), std::string::npos) << line(second);
+  // The process's first handle logged the effective settings first, once.
+  auto const report = text.find("effective setting: remote_io_backend = ");
+  ASSERT_NE(report, std::string::npos) << text;
+  EXPECT_LT(report, first) << text;
+  EXPECT_EQ(text.find("effective setting: remote_io_backend = ", report + 1), std::string::npos)
+    << text;
 }
 
 // Only the range asked for arrives, even when the handle is told a smaller size than the object.

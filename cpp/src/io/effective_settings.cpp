@@ -8,6 +8,7 @@
 
 #include <kvikio/defaults.hpp>
 
+#include "core/settings_report.hpp"
 #include "io/local_plan.hpp"
 
 namespace kvikio {
@@ -91,5 +92,11 @@ std::string effective_settings_report()
   }
   return text;
 }
+
+namespace {
+// The first handle of the process logs the report at info (core/settings_report.hpp).
+[[maybe_unused]] bool const report_registered =
+  (detail::set_settings_report(&effective_settings_report), true);
+}  // namespace
 
 }  // namespace kvikio

@@ -24,6 +24,7 @@
 #include <kvikio/threadpool_wrapper.hpp>
 
 #include "core/in_flight.hpp"
+#include "core/settings_report.hpp"
 #include "io/file_state.hpp"
 #include "io/local_plan.hpp"
 #include "io/open_file.hpp"
@@ -83,6 +84,7 @@ FileHandle::FileHandle(std::string const& file_path,
     close();
     throw;
   }
+  detail::log_settings_report_once();
   KVIKIO_LOG_INFO("FileHandle(\"", file_path, "\", \"", flags, "\"): ", how_bytes_move(false));
   KVIKIO_LOG_DEBUG(
     "FileHandle(\"", file_path, "\", \"", flags, "\") and why: ", how_bytes_move(true));

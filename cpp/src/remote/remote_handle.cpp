@@ -22,6 +22,7 @@
 
 #include "core/in_flight.hpp"
 #include "core/observed_promise.hpp"
+#include "core/settings_report.hpp"
 #include "core/waiting_callers.hpp"
 #include "parallel/batch_plan.hpp"
 #include "parallel/stream_ordered.hpp"
@@ -137,6 +138,7 @@ void log_opening(RemoteEndpoint const& endpoint,
                  bool size_probed)
 {
   if (!detail::Logger::instance().enabled(detail::LogLevel::info)) { return; }
+  detail::log_settings_report_once();
   std::string transport;
   if (defaults::remote_io_backend() == RemoteIOBackend::MULTI_POLL) {
     unsigned const reactors = defaults::remote_io_num_reactors();
