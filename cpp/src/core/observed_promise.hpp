@@ -85,4 +85,19 @@ inline std::function<void(ssize_t, std::exception_ptr)> finishing_observation(
   };
 }
 
+/// @brief A transfer done on the calling thread: its result, or its error, in a ready future
+/// (observed by `recorder`, if any), as a pool task's would be.
+template <typename Transfer>
+std::future<std::size_t> done_here(Transfer&& transfer,
+                                   std::shared_ptr<LogicalObservationRecorder> recorder)
+{
+  ObservedPromise done{std::move(recorder)};
+  try {
+    done.set_value(transfer());
+  } catch (...) {
+    done.set_exception(std::current_exception());
+  }
+  return done.get_future();
+}
+
 }  // namespace kvikio::detail

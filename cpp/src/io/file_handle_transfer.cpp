@@ -80,21 +80,6 @@ std::size_t device_transfer(detail::ByteMover* mover,
   });
 }
 
-// A transfer done on the calling thread: its result, or its error, in a ready future, as a pool
-// task's would be.
-template <typename Transfer>
-std::future<std::size_t> done_here(Transfer&& transfer,
-                                   std::shared_ptr<detail::LogicalObservationRecorder> recorder)
-{
-  detail::ObservedPromise done{std::move(recorder)};
-  try {
-    done.set_value(transfer());
-  } catch (...) {
-    done.set_exception(std::current_exception());
-  }
-  return done.get_future();
-}
-
 // One call's observation: POSIX for host memory whatever moves it, GDS where cuFile moves
 // device memory.
 std::shared_ptr<detail::LogicalObservationRecorder> observe(bool reading,
@@ -166,7 +151,7 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
       auto recorder =
         observed ? observe(reading, false, file.cufile != nullptr, file_offset, size, source_)
                  : nullptr;
-      return done_here(
+      return detail::done_here(
         [&]() -> std::size_t {
           if (exist > 0) {
             (void)parallel_transfer(dir,
@@ -194,7 +179,7 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
   if (host_memory) {
     auto* const bytes = static_cast<std::byte*>(buf);
     if (plan.strategy == detail::LocalStrategy::on_caller) {
-      return done_here(
+      return detail::done_here(
         [&] {
           return detail::host_transfer(*mover, reading, *state, file, {bytes, size, file_offset});
         },
@@ -222,7 +207,7 @@ std::future<std::size_t> FileHandle::parallel_transfer(Direction dir,
   }
   CUcontext ctx = get_context_from_pointer(buf);
   if (plan.strategy == detail::LocalStrategy::on_caller) {
-    return done_here(
+    return detail::done_here(
       [&] {
         return device_transfer(
           mover, reading, *state, file, ctx, buf, size, file_offset, 0, sync_default_stream);

@@ -400,14 +400,12 @@ std::future<std::size_t> RemoteHandle::pread(void* buf,
   // would only wait for a pool thread to do it (core/waiting_callers.hpp).
   bool const one_task = size > 0 && size <= task_size && thread_pool != nullptr;
   if (one_task && detail::caller_waits_for_each_read()) {
-    detail::ObservedPromise done{observe(device_context != nullptr, file_offset, size)};
-    try {
-      done.set_value(read_range(
-        *endpoint_, served_size_, backend(), buf, size, file_offset, device_context, lease));
-    } catch (...) {
-      done.set_exception(std::current_exception());
-    }
-    return done.get_future();
+    return detail::done_here(
+      [&] {
+        return read_range(
+          *endpoint_, served_size_, backend(), buf, size, file_offset, device_context, lease);
+      },
+      observe(device_context != nullptr, file_offset, size));
   }
   return parallel_io(
     [lease,
